@@ -1,0 +1,178 @@
+/*
+ * libripc - the libRIPC programming model over libfabric.
+ *
+ * Public API.  The first block of functions keeps the published libRIPC
+ * signatures and return conventions so that existing libRIPC programs
+ * compile and link unchanged with -lripc.  The second block holds this
+ * library's extensions; every function has a man page (man 3 <name>).
+ *
+ * Return conventions (inherited from libRIPC):
+ *   ripc_register_service_id, ripc_register_multicast_service_id and
+ *   ripc_buf_unregister return 1 on success and 0 on failure;
+ *   ripc_register_random_service_id returns the new ID, or
+ *   RIPC_INVALID_SERVICE_ID on failure;
+ *   every other uint8_t function returns 0 (RIPC_OK) on success and a
+ *   RIPC_E* code on failure.  ripc_last_error() gives the code of the most
+ *   recent failure in the calling thread, ripc_strerror() its text.
+ */
+#ifndef RIPC_H
+#define RIPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Compatibility constants from libRIPC.  They are not limits of this
+ * library: see ripc_limit(3) and RIPC_SHORT_MAX. */
+#define RECV_BUF_SIZE 2000
+#define NUM_RECV_BUFFERS 10
+
+#define RIPC_VERSION_MAJOR 0
+#define RIPC_VERSION_MINOR 1
+#define RIPC_VERSION_PATCH 0
+
+/* Service IDs are 0 ... RIPC_MAX_SERVICE_ID. */
+#define RIPC_MAX_SERVICE_ID 65534
+#define RIPC_INVALID_SERVICE_ID 65535
+
+/* Protocol limits (fixed by the wire protocol, see ripc_protocol(7)). */
+#define RIPC_MAX_ITEMS 64            /* items per message */
+#define RIPC_MAX_RETURN_BUFS 64      /* return buffers per message */
+#define RIPC_SHORT_MAX 65536         /* bytes of all short items together */
+#define RIPC_LONG_ITEM_MAX 0xffffffffu /* bytes of one long item */
+
+/* Error codes.  0 is success; every code fits in uint8_t. */
+enum ripc_error {
+	RIPC_OK = 0,
+	RIPC_EINVAL = 1,      /* invalid argument (NULL, zero length, ...) */
+	RIPC_ENOMEM = 2,      /* out of memory or registration resources */
+	RIPC_EBADID = 3,      /* service ID out of range (e.g. 65535) */
+	RIPC_EINUSE = 4,      /* service ID already held by a live process */
+	RIPC_ENOTOWNER = 5,   /* this process does not hold that service */
+	RIPC_ENOSERVICE = 6,  /* destination not registered (resolve timeout) */
+	RIPC_E2BIG = 7,       /* message larger than the short maximum */
+	RIPC_ETOOMANY = 8,    /* more items or return buffers than allowed */
+	RIPC_ETIMEDOUT = 9,   /* operation did not complete in time */
+	RIPC_EINTR = 10,      /* interrupted by a signal handler */
+	RIPC_EPEER = 11,      /* peer unreachable, dead or restarted */
+	RIPC_ETRANSPORT = 12, /* libfabric reported an error */
+	RIPC_ENOPROVIDER = 13,/* no usable fabric provider */
+	RIPC_EPULL = 14,      /* a long item could not be pulled */
+	RIPC_ENOTFOUND = 15,  /* no such buffer or window */
+	RIPC_EREGISTRY = 16,  /* the service registry is unusable */
+	RIPC_ENOTSUP = 17,    /* not supported in this configuration */
+	RIPC_ESHUTDOWN = 18,  /* the library is shutting down */
+	RIPC_EAGAIN = 19,     /* nothing available (non-blocking call) */
+	RIPC_ETRUNC = 20,     /* some long items did not fit (see ripc_receive) */
+	RIPC_ERROR_MAX
+};
+
+/* ---- libRIPC API ---------------------------------------------------- */
+
+uint16_t ripc_register_random_service_id(void);
+uint8_t ripc_register_service_id(int service_id);
+uint8_t ripc_register_multicast_service_id(int service_id);
+
+void *ripc_buf_alloc(size_t size);
+void *ripc_buf_realloc(void *buf, size_t size);
+void ripc_buf_free(void *buf);
+uint8_t ripc_buf_register(void *buf, size_t size);
+uint8_t ripc_buf_unregister(void *buf);
+
+uint8_t ripc_reg_recv_window(void *base, size_t size);
+uint8_t ripc_reg_recv_window_for_service(void *base, size_t size,
+					 uint16_t service);
+
+uint8_t ripc_send_short(uint16_t src, uint16_t dest, void **buf,
+			uint32_t *length, uint16_t num_items,
+			void **return_bufs, uint32_t *return_buf_lengths,
+			uint16_t num_return_bufs);
+uint8_t ripc_send_long(uint16_t src, uint16_t dest, void **buf,
+		       uint32_t *length, uint16_t num_items,
+		       void **return_bufs, uint32_t *return_buf_lengths,
+		       uint16_t num_return_bufs);
+
+uint8_t ripc_receive(uint16_t service_id, uint16_t *from_service_id,
+		     void ***short_items, uint32_t **short_item_sizes,
+		     uint16_t *num_short_items, void ***long_items,
+		     uint32_t **long_item_sizes, uint16_t *num_long_items);
+
+/* ---- Extensions ----------------------------------------------------- */
+
+uint8_t ripc_init(void);
+void ripc_finalize(void);
+
+uint8_t ripc_unregister_service_id(int service_id);
+
+/* timeout_ms < 0 waits forever, 0 polls once. */
+uint8_t ripc_receive_timeout(uint16_t service_id, uint16_t *from_service_id,
+			     void ***short_items, uint32_t **short_item_sizes,
+			     uint16_t *num_short_items, void ***long_items,
+			     uint32_t **long_item_sizes,
+			     uint16_t *num_long_items, int timeout_ms);
+
+/* Readable whenever a message waits in the queue of any local service. */
+int ripc_get_fd(void);
+
+/* Drive the library's progress once (needed only with RIPC_PROGRESS=manual).
+ * Returns the number of events handled. */
+int ripc_progress(void);
+
+/* Long-send buffers: is any byte of [buf, buf+1) still exposed to a peer,
+ * and wait until it is not. */
+int ripc_buf_exposed(const void *buf);
+uint8_t ripc_wait_released(const void *buf, int timeout_ms);
+
+uint8_t ripc_unreg_recv_window(void *base);
+
+/* Return buffers offered to peers that have not been used. */
+uint8_t ripc_return_bufs_cancel(uint16_t dest);
+
+enum ripc_limit {
+	RIPC_LIMIT_SHORT_PAYLOAD = 1, /* max bytes of all short items */
+	RIPC_LIMIT_ITEMS,             /* max items per message */
+	RIPC_LIMIT_RETURN_BUFS,       /* max return buffers per message */
+	RIPC_LIMIT_LONG_ITEM,         /* max bytes of one long item */
+	RIPC_LIMIT_QUEUE,             /* max queued messages per service */
+	RIPC_LIMIT_RESOLVE_TIMEOUT_MS,
+	RIPC_LIMIT_SEND_TIMEOUT_MS,
+	RIPC_LIMIT_LONG_TIMEOUT_MS,
+};
+uint64_t ripc_limit(enum ripc_limit which);
+
+const char *ripc_strerror(int err);
+int ripc_last_error(void);
+
+/* Name of the transport used to reach a service ("shm", "tcp", "verbs"),
+ * resolving it if needed; NULL if unreachable. */
+const char *ripc_transport_of(uint16_t service);
+
+struct ripc_stats {
+	uint64_t short_sent, short_recv;
+	uint64_t long_sent, long_recv;
+	uint64_t bytes_sent_short, bytes_recv_short;
+	uint64_t bytes_exposed_long, bytes_pulled_long;
+	uint64_t bytes_return_written;
+	uint64_t return_replies_sent, return_replies_recv;
+	uint64_t drops_malformed, drops_no_service, drops_stale,
+		drops_queue_full, drops_forged;
+	uint64_t send_retries, send_timeouts;
+	uint64_t resolutions, resolve_failures;
+	uint64_t registrations, deregistrations;
+	uint64_t long_released, long_timeouts, pulls_failed;
+	uint64_t window_hits, library_buffers;
+};
+/* Copies min(size, sizeof(struct ripc_stats)) bytes of counters. */
+uint8_t ripc_stats(struct ripc_stats *stats, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RIPC_H */

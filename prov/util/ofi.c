@@ -1,0 +1,354 @@
+/*
+ * Shared libfabric plumbing: getinfo with the mr_mode rules, domain, one
+ * RDM endpoint, AV, CQ, memory registration, send/inject/read/write, CQ
+ * polling and errno translation.  See ripc_prov.h for each op's contract
+ * and ../shared/ref/libfabric-1.17.md for why things are done this way.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include "log.h"
+#include "ofi.h"
+
+#define RIPC_FI_API FI_VERSION(1, 17)
+
+struct ripc_prov {
+	const struct ripc_ofi_row *row;
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_ep *ep;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	uint64_t mr_mode;     /* what the provider requires */
+	unsigned force;       /* RIPC_MRF_* test emulation */
+	bool emulate_prov_key;
+};
+
+/* libfabric returns negative FI_E* codes; the standard ones equal errno
+ * values, the fabric-specific ones are mapped here. */
+static int ofi_errno(int ret)
+{
+	if (ret >= 0)
+		return ret;
+	switch (-ret) {
+	case FI_ENOKEY:
+		return -EEXIST;
+	case FI_ETRUNC:
+		return -EMSGSIZE;
+	case FI_EAVAIL:
+	case FI_EOTHER:
+	case FI_ENOCQ:
+	case FI_EOPBADSTATE:
+	case FI_EBADFLAGS:
+	case FI_ENOEQ:
+	case FI_EDOMAIN:
+		return -EIO;
+	default:
+		return (-ret < FI_ERRNO_OFFSET) ? ret : -EIO;
+	}
+}
+
+static void ofi_close_all(struct ripc_prov *p)
+{
+	if (p->ep)
+		fi_close(&p->ep->fid);
+	if (p->av)
+		fi_close(&p->av->fid);
+	if (p->cq)
+		fi_close(&p->cq->fid);
+	if (p->domain)
+		fi_close(&p->domain->fid);
+	if (p->fabric)
+		fi_close(&p->fabric->fid);
+	if (p->info)
+		fi_freeinfo(p->info);
+	free(p);
+}
+
+static const char *row_prov_name(const struct ripc_ofi_row *row)
+{
+	return fi_version() >= FI_VERSION(1, 18) ? row->prov_current
+						 : row->prov_legacy;
+}
+
+int ripc__ofi_open(const struct ripc_ofi_row *row,
+		   const struct ripc_prov_opts *opts, struct ripc_prov **out,
+		   struct ripc_prov_attr *attr)
+{
+	struct fi_info *hints;
+	struct ripc_prov *p;
+	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
+	struct fi_cq_attr cq_attr = { 0 };
+	const char *node = NULL;
+	uint64_t flags = 0;
+	int ret;
+
+	p = calloc(1, sizeof(*p));
+	hints = fi_allocinfo();
+	if (!p || !hints) {
+		free(p);
+		fi_freeinfo(hints);
+		return -ENOMEM;
+	}
+	p->row = row;
+	p->force = opts->force_mr_bits;
+
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = FI_MSG | FI_RMA;
+	hints->mode = 0;
+	hints->domain_attr->mr_mode = row->mr_mode_offer;
+	if (row->unchecked_fast_rma && opts->shm_checked)
+		hints->domain_attr->mr_mode &= ~(uint64_t)FI_MR_VIRT_ADDR;
+	hints->domain_attr->threading = FI_THREAD_DOMAIN;
+	/* Per-sender message order is part of the libripc contract. */
+	hints->tx_attr->msg_order = FI_ORDER_SAS;
+	hints->rx_attr->msg_order = FI_ORDER_SAS;
+	hints->fabric_attr->prov_name = strdup(row_prov_name(row));
+	if (row->bind_src_addr && opts->src_addr && *opts->src_addr) {
+		node = opts->src_addr;
+		flags = FI_SOURCE;
+	}
+
+	ret = fi_getinfo(RIPC_FI_API, node, NULL, flags, hints, &p->info);
+	fi_freeinfo(hints);
+	if (ret) {
+		ripc__log(RIPC_LOG_INFO, "%s: fi_getinfo(%s): %s", row->name,
+			  row_prov_name(row), fi_strerror(-ret));
+		free(p);
+		return ret == -FI_ENODATA ? -ENODEV : ofi_errno(ret);
+	}
+	p->mr_mode = p->info->domain_attr->mr_mode;
+
+	if ((ret = fi_fabric(p->info->fabric_attr, &p->fabric, NULL)) ||
+	    (ret = fi_domain(p->fabric, p->info, &p->domain, NULL)) ||
+	    (ret = fi_endpoint(p->domain, p->info, &p->ep, NULL)) ||
+	    (ret = fi_av_open(p->domain, &av_attr, &p->av, NULL)))
+		goto fail;
+	cq_attr.format = FI_CQ_FORMAT_MSG;
+	cq_attr.size = p->info->tx_attr->size + p->info->rx_attr->size;
+	cq_attr.wait_obj = row->wait_fd ? FI_WAIT_FD : FI_WAIT_NONE;
+	if ((ret = fi_cq_open(p->domain, &cq_attr, &p->cq, NULL)) ||
+	    (ret = fi_ep_bind(p->ep, &p->av->fid, 0)) ||
+	    (ret = fi_ep_bind(p->ep, &p->cq->fid, FI_TRANSMIT | FI_RECV)) ||
+	    (ret = fi_enable(p->ep)))
+		goto fail;
+
+	memset(attr, 0, sizeof(*attr));
+	attr->name = row->name;
+	snprintf(attr->fabric_name, sizeof(attr->fabric_name), "%s",
+		 p->info->fabric_attr->prov_name);
+	attr->inject_size = p->info->tx_attr->inject_size;
+	attr->max_msg_size = p->info->ep_attr->max_msg_size;
+	attr->tx_depth = p->info->tx_attr->size;
+	attr->rx_depth = p->info->rx_attr->size;
+	attr->key_bytes = p->info->domain_attr->mr_key_size;
+	if (attr->key_bytes == 0 || attr->key_bytes > 8)
+		attr->key_bytes = 8;
+	attr->mr_local = (p->mr_mode & FI_MR_LOCAL) ||
+			 (p->force & RIPC_MRF_LOCAL);
+	attr->mr_virt_addr = p->mr_mode & FI_MR_VIRT_ADDR;
+	attr->mr_prov_key = (p->mr_mode & FI_MR_PROV_KEY) ||
+			    (p->force & RIPC_MRF_PROV_KEY);
+	p->emulate_prov_key = !(p->mr_mode & FI_MR_PROV_KEY) &&
+			      (p->force & RIPC_MRF_PROV_KEY);
+	if (p->force & RIPC_MRF_KEY32)
+		attr->key_bytes = 4;
+	attr->same_host_only = row->same_host_only;
+	attr->checks_rma_keys =
+		!(row->unchecked_fast_rma && attr->mr_virt_addr);
+	attr->wait_fd = -1;
+	if (row->wait_fd) {
+		int fd;
+
+		if (fi_control(&p->cq->fid, FI_GETWAIT, &fd) == 0)
+			attr->wait_fd = fd;
+	}
+	*out = p;
+	return 0;
+fail:
+	ripc__log(RIPC_LOG_WARN, "%s: libfabric setup failed: %s", row->name,
+		  fi_strerror(-ret));
+	ofi_close_all(p);
+	return ofi_errno(ret);
+}
+
+int ripc__ofi_getname(struct ripc_prov *p, void *addr, size_t *len)
+{
+	size_t room = *len;
+	int ret = fi_getname(&p->ep->fid, addr, len);
+
+	if (ret == -FI_ETOOSMALL || *len > room)
+		return -ENOSPC;
+	return ofi_errno(ret);
+}
+
+int ripc__ofi_av_insert(struct ripc_prov *p, const void *addr, size_t len,
+			 uint64_t *peer)
+{
+	fi_addr_t fa = FI_ADDR_NOTAVAIL;
+	int ret;
+
+	(void)len; /* the provider knows its address format's length */
+	ret = fi_av_insert(p->av, addr, 1, &fa, 0, NULL);
+	if (ret != 1 || fa == FI_ADDR_NOTAVAIL)
+		return ret < 0 ? ofi_errno(ret) : -EINVAL;
+	*peer = fa;
+	return 0;
+}
+
+int ripc__ofi_av_remove(struct ripc_prov *p, uint64_t peer)
+{
+	fi_addr_t fa = peer;
+
+	return ofi_errno(fi_av_remove(p->av, &fa, 1, 0));
+}
+
+int ripc__ofi_post_recv(struct ripc_prov *p, void *buf, size_t len,
+			 void *desc, void *ctx)
+{
+	return ofi_errno(fi_recv(p->ep, buf, len, desc, FI_ADDR_UNSPEC, ctx));
+}
+
+int ripc__ofi_inject(struct ripc_prov *p, uint64_t peer, const void *buf,
+		      size_t len)
+{
+	return ofi_errno(fi_inject(p->ep, buf, len, peer));
+}
+
+int ripc__ofi_send(struct ripc_prov *p, uint64_t peer,
+		    const struct iovec *iov, void **desc, size_t cnt,
+		    void *ctx)
+{
+	return ofi_errno(fi_sendv(p->ep, iov, desc, cnt, peer, ctx));
+}
+
+int ripc__ofi_read(struct ripc_prov *p, uint64_t peer, void *buf,
+		    size_t len, void *desc, uint64_t raddr, uint64_t key,
+		    void *ctx)
+{
+	return ofi_errno(
+		fi_read(p->ep, buf, len, desc, peer, raddr, key, ctx));
+}
+
+int ripc__ofi_write(struct ripc_prov *p, uint64_t peer, const void *buf,
+		     size_t len, void *desc, uint64_t raddr, uint64_t key,
+		     void *ctx)
+{
+	return ofi_errno(
+		fi_write(p->ep, buf, len, desc, peer, raddr, key, ctx));
+}
+
+int ripc__ofi_mr_reg(struct ripc_prov *p, void *buf, size_t len,
+		      unsigned access, uint64_t key, struct ripc_prov_mr *mr)
+{
+	struct fid_mr *fmr;
+	uint64_t acc = 0;
+	int ret;
+
+	if (access & RIPC_ACC_REMOTE_READ)
+		acc |= FI_REMOTE_READ;
+	if (access & RIPC_ACC_REMOTE_WRITE)
+		acc |= FI_REMOTE_WRITE;
+	if (access & RIPC_ACC_LOCAL)
+		acc |= FI_SEND | FI_RECV | FI_READ | FI_WRITE;
+	if (p->mr_mode & FI_MR_PROV_KEY)
+		key = 0;
+	else if (p->emulate_prov_key) {
+		/* Test emulation of a provider that picks 32-bit keys. */
+		uint32_t k;
+
+		if (getrandom(&k, sizeof(k), 0) != sizeof(k))
+			return -EIO;
+		key = k & 0x7fffffffu;
+	}
+	ret = fi_mr_reg(p->domain, buf, len, acc, 0, key, 0, &fmr, NULL);
+	if (ret)
+		return ofi_errno(ret);
+	if (p->mr_mode & FI_MR_ENDPOINT) {
+		if ((ret = fi_mr_bind(fmr, &p->ep->fid, 0)) ||
+		    (ret = fi_mr_enable(fmr))) {
+			fi_close(&fmr->fid);
+			return ofi_errno(ret);
+		}
+	}
+	mr->handle = fmr;
+	mr->desc = fi_mr_desc(fmr);
+	mr->key = fi_mr_key(fmr);
+	mr->base = (p->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)buf
+						  : 0;
+	return 0;
+}
+
+void ripc__ofi_mr_close(struct ripc_prov *p, struct ripc_prov_mr *mr)
+{
+	(void)p;
+	if (mr->handle)
+		fi_close(&((struct fid_mr *)mr->handle)->fid);
+	mr->handle = NULL;
+}
+
+int ripc__ofi_poll(struct ripc_prov *p, struct ripc_cqe *cqe, int max)
+{
+	struct fi_cq_msg_entry ent[16];
+	int n, ret;
+
+	if (max > 16)
+		max = 16;
+	n = fi_cq_read(p->cq, ent, max);
+	if (n > 0) {
+		for (int i = 0; i < n; i++) {
+			cqe[i].ctx = ent[i].op_context;
+			cqe[i].err = 0;
+			cqe[i].len = ent[i].len;
+			cqe[i].kind = (ent[i].flags & FI_RECV)	  ? RIPC_CQE_RECV
+				      : (ent[i].flags & FI_READ)  ? RIPC_CQE_READ
+				      : (ent[i].flags & FI_WRITE) ? RIPC_CQE_WRITE
+								  : RIPC_CQE_SEND;
+		}
+		return n;
+	}
+	if (n == -FI_EAGAIN)
+		return 0;
+	if (n == -FI_EAVAIL) {
+		struct fi_cq_err_entry err = { 0 };
+
+		ret = fi_cq_readerr(p->cq, &err, 0);
+		if (ret != 1)
+			return 0;
+		/* Flags may be missing on error (verbs); the core knows the
+		 * kind from its own context. */
+		cqe[0].ctx = err.op_context;
+		cqe[0].err = err.err ? -err.err : -EIO;
+		cqe[0].len = 0;
+		cqe[0].kind = (err.flags & FI_RECV) ? RIPC_CQE_RECV : 0;
+		ripc__log_rl(RIPC_LOG_INFO, "%s: completion error: %s (%s)",
+			     p->row->name, fi_strerror(err.err),
+			     fi_cq_strerror(p->cq, err.prov_errno,
+					    err.err_data, NULL, 0));
+		return 1;
+	}
+	return ofi_errno(n);
+}
+
+bool ripc__ofi_trywait(struct ripc_prov *p)
+{
+	struct fid *f = &p->cq->fid;
+
+	return fi_trywait(p->fabric, &f, 1) == FI_SUCCESS;
+}
+
+void ripc__ofi_close(struct ripc_prov *p)
+{
+	ofi_close_all(p);
+}

@@ -1,0 +1,68 @@
+/*
+ * The one libfabric data path behind every transport.  Providers differ
+ * only by the data in struct ripc_ofi_row (prov/<name>/<name>.c).
+ */
+#ifndef RIPC_OFI_H
+#define RIPC_OFI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ripc_prov.h"
+
+struct ripc_ofi_row {
+	const char *name;          /* transport name seen by the core */
+	const char *prov_legacy;   /* libfabric provider string before 1.18 */
+	const char *prov_current;  /* ... from 1.18 on */
+	uint64_t mr_mode_offer;    /* FI_MR_* bits this code can handle */
+	bool bind_src_addr;        /* bind to opts->src_addr (IP transports) */
+	bool same_host_only;
+	bool wait_fd;              /* CQ supports FI_WAIT_FD */
+	/* The provider's fast RMA path ignores keys when FI_MR_VIRT_ADDR is
+	 * granted (shm 1.17, ref §3.2); withhold VIRT_ADDR in checked mode. */
+	bool unchecked_fast_rma;
+};
+
+int ripc__ofi_open(const struct ripc_ofi_row *row,
+		   const struct ripc_prov_opts *opts, struct ripc_prov **out,
+		   struct ripc_prov_attr *attr);
+
+/* The shared ops (contracts in ripc_prov.h). */
+int ripc__ofi_getname(struct ripc_prov *p, void *addr, size_t *len);
+int ripc__ofi_av_insert(struct ripc_prov *p, const void *addr, size_t len,
+			uint64_t *peer);
+int ripc__ofi_av_remove(struct ripc_prov *p, uint64_t peer);
+int ripc__ofi_post_recv(struct ripc_prov *p, void *buf, size_t len,
+			void *desc, void *ctx);
+int ripc__ofi_inject(struct ripc_prov *p, uint64_t peer, const void *buf,
+		     size_t len);
+int ripc__ofi_send(struct ripc_prov *p, uint64_t peer,
+		   const struct iovec *iov, void **desc, size_t cnt, void *ctx);
+int ripc__ofi_read(struct ripc_prov *p, uint64_t peer, void *buf, size_t len,
+		   void *desc, uint64_t raddr, uint64_t key, void *ctx);
+int ripc__ofi_write(struct ripc_prov *p, uint64_t peer, const void *buf,
+		    size_t len, void *desc, uint64_t raddr, uint64_t key,
+		    void *ctx);
+int ripc__ofi_mr_reg(struct ripc_prov *p, void *buf, size_t len,
+		     unsigned access, uint64_t key, struct ripc_prov_mr *mr);
+void ripc__ofi_mr_close(struct ripc_prov *p, struct ripc_prov_mr *mr);
+int ripc__ofi_poll(struct ripc_prov *p, struct ripc_cqe *cqe, int max);
+bool ripc__ofi_trywait(struct ripc_prov *p);
+void ripc__ofi_close(struct ripc_prov *p);
+
+/* Ops table of a libfabric transport whose open calls ripc__ofi_open()
+ * with its row. */
+#define RIPC_OFI_OPS(open_fn)                                                \
+	{                                                                    \
+		.open = (open_fn), .getname = ripc__ofi_getname,             \
+		.av_insert = ripc__ofi_av_insert,                            \
+		.av_remove = ripc__ofi_av_remove,                            \
+		.post_recv = ripc__ofi_post_recv,                            \
+		.inject = ripc__ofi_inject, .send = ripc__ofi_send,          \
+		.read = ripc__ofi_read, .write = ripc__ofi_write,            \
+		.mr_reg = ripc__ofi_mr_reg, .mr_close = ripc__ofi_mr_close,  \
+		.poll = ripc__ofi_poll, .trywait = ripc__ofi_trywait,        \
+		.close = ripc__ofi_close,                                    \
+	}
+
+#endif

@@ -1,0 +1,114 @@
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "env.h"
+#include "log.h"
+
+/* clang-format off */
+const struct ripc_env_var ripc__env_table[RIPC_ENV_COUNT] = {
+	[RIPC_ENV_PROVIDER] = { "RIPC_PROVIDER", "",
+		"Transports to open, comma separated (shm, tcp, verbs). Empty: all "
+		"that work here; peers on this host use shm, others verbs, else tcp." },
+	[RIPC_ENV_LOG_LEVEL] = { "RIPC_LOG_LEVEL", "warn",
+		"Log level: none, error, warn, info, debug." },
+	[RIPC_ENV_REGISTRY] = { "RIPC_REGISTRY", "",
+		"Path of the host-local service registry. Empty: "
+		"/dev/shm/ripc-registry-<uid>." },
+	[RIPC_ENV_TCP_ADDR] = { "RIPC_TCP_ADDR", "127.0.0.1",
+		"Local IP address the tcp transport binds to." },
+	[RIPC_ENV_RESOLVE_TIMEOUT_MS] = { "RIPC_RESOLVE_TIMEOUT_MS", "3000",
+		"How long a send waits for an unregistered destination to appear." },
+	[RIPC_ENV_SEND_TIMEOUT_MS] = { "RIPC_SEND_TIMEOUT_MS", "5000",
+		"How long a send may wait for transport resources or an "
+		"unreachable peer before it fails." },
+	[RIPC_ENV_LONG_TIMEOUT_MS] = { "RIPC_LONG_TIMEOUT_MS", "30000",
+		"How long long-send buffers stay exposed without the receiver's "
+		"done message before they are revoked." },
+	[RIPC_ENV_PULL_TIMEOUT_MS] = { "RIPC_PULL_TIMEOUT_MS", "30000",
+		"How long a receiver waits for the pull of one long message." },
+	[RIPC_ENV_PROGRESS] = { "RIPC_PROGRESS", "thread",
+		"thread: a library thread drives transfers; manual: only calls "
+		"into the library do (see ripc_progress(3))." },
+	[RIPC_ENV_SPIN_US] = { "RIPC_SPIN_US", "200",
+		"Microseconds a blocking receive polls before it sleeps." },
+	[RIPC_ENV_POLL_INTERVAL_US] = { "RIPC_POLL_INTERVAL_US", "1000",
+		"Progress thread's polling period for transports without a wait "
+		"file descriptor (shm)." },
+	[RIPC_ENV_RX_DEPTH] = { "RIPC_RX_DEPTH", "32",
+		"Receive buffers kept posted per transport." },
+	[RIPC_ENV_QUEUE_MAX] = { "RIPC_QUEUE_MAX", "1024",
+		"Messages queued per service before further ones are dropped." },
+	[RIPC_ENV_SHM] = { "RIPC_SHM", "1",
+		"0: never use shm; co-located peers are reached over tcp (for "
+		"peers that are not trusted, see ripc(7) SECURITY)." },
+	[RIPC_ENV_SHM_CHECKED] = { "RIPC_SHM_CHECKED", "0",
+		"1: make shm verify RMA keys (slower; a bad key then wedges the "
+		"pair, see ripc(7))." },
+	[RIPC_ENV_PULL_MEM_MAX] = { "RIPC_PULL_MEM_MAX", "4g",
+		"Bytes of library buffers that pulls in flight may allocate." },
+	[RIPC_ENV_READ_CHUNK] = { "RIPC_READ_CHUNK", "8m",
+		"Largest single RDMA read a pull posts." },
+	[RIPC_ENV_RETURN_TIMEOUT_MS] = { "RIPC_RETURN_TIMEOUT_MS", "30000",
+		"How long offered return buffers stay exposed if unused." },
+	[RIPC_ENV_TEST_MR_BITS] = { "RIPC_TEST_MR_BITS", "",
+		"Testing: behave as if the provider required these memory "
+		"registration modes (local,prov_key,key32)." },
+};
+/* clang-format on */
+
+const char *ripc__env_str(enum ripc_env_id id)
+{
+	const char *v = getenv(ripc__env_table[id].name);
+
+	return (v && *v) ? v : ripc__env_table[id].def;
+}
+
+static int parse_int(const char *s, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 0);
+	if (errno || end == s)
+		return -1;
+	switch (tolower((unsigned char)*end)) {
+	case 'k':
+		v *= 1024LL, end++;
+		break;
+	case 'm':
+		v *= 1024LL * 1024, end++;
+		break;
+	case 'g':
+		v *= 1024LL * 1024 * 1024, end++;
+		break;
+	}
+	if (*end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int64_t ripc__env_int(enum ripc_env_id id)
+{
+	const char *v = ripc__env_str(id);
+	int64_t out = 0;
+
+	if (parse_int(v, &out) < 0) {
+		ripc__log(RIPC_LOG_WARN, "ignoring %s=%s: not a number",
+			  ripc__env_table[id].name, v);
+		parse_int(ripc__env_table[id].def, &out);
+	}
+	return out;
+}
+
+bool ripc__env_bool(enum ripc_env_id id)
+{
+	const char *v = ripc__env_str(id);
+
+	return !(!strcmp(v, "0") || !strcasecmp(v, "no") ||
+		 !strcasecmp(v, "off") || !strcasecmp(v, "false") || !*v);
+}

@@ -1,0 +1,50 @@
+/*
+ * RIPC_* environment variables.  Every variable the library reads is
+ * declared exactly once, in the table in env.c, with its default and help
+ * text; ripc_info -e prints that table and ripc(7) documents it.
+ */
+#ifndef RIPC_ENV_H
+#define RIPC_ENV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum ripc_env_id {
+	RIPC_ENV_PROVIDER,
+	RIPC_ENV_LOG_LEVEL,
+	RIPC_ENV_REGISTRY,
+	RIPC_ENV_TCP_ADDR,
+	RIPC_ENV_RESOLVE_TIMEOUT_MS,
+	RIPC_ENV_SEND_TIMEOUT_MS,
+	RIPC_ENV_LONG_TIMEOUT_MS,
+	RIPC_ENV_PULL_TIMEOUT_MS,
+	RIPC_ENV_PROGRESS,
+	RIPC_ENV_SPIN_US,
+	RIPC_ENV_POLL_INTERVAL_US,
+	RIPC_ENV_RX_DEPTH,
+	RIPC_ENV_QUEUE_MAX,
+	RIPC_ENV_SHM,
+	RIPC_ENV_SHM_CHECKED,
+	RIPC_ENV_PULL_MEM_MAX,
+	RIPC_ENV_READ_CHUNK,
+	RIPC_ENV_RETURN_TIMEOUT_MS,
+	RIPC_ENV_TEST_MR_BITS,
+	RIPC_ENV_COUNT
+};
+
+struct ripc_env_var {
+	const char *name;
+	const char *def;   /* default value as text */
+	const char *help;
+};
+
+extern const struct ripc_env_var ripc__env_table[RIPC_ENV_COUNT];
+
+/* Value of the variable, or its default when unset or empty. */
+const char *ripc__env_str(enum ripc_env_id id);
+/* Integer value; an unparsable value logs a warning and gives the default.
+ * Accepts k/m/g suffixes (powers of 1024). */
+int64_t ripc__env_int(enum ripc_env_id id);
+bool ripc__env_bool(enum ripc_env_id id);
+
+#endif

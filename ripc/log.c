@@ -1,0 +1,49 @@
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "env.h"
+#include "log.h"
+
+int ripc__log_level = RIPC_LOG_WARN;
+
+static const char *const level_names[] = { "none", "error", "warn", "info",
+					   "debug" };
+
+void ripc__log_init(void)
+{
+	const char *v = ripc__env_str(RIPC_ENV_LOG_LEVEL);
+
+	for (int i = 0; i <= RIPC_LOG_DEBUG; i++)
+		if (!strcasecmp(v, level_names[i]))
+			ripc__log_level = i;
+}
+
+int ripc__log_ratelimit(long *last)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	if (ts.tv_sec == *last)
+		return 0;
+	*last = ts.tv_sec;
+	return 1;
+}
+
+void ripc__log_emit(int level, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	int n;
+
+	n = snprintf(line, sizeof(line), "libripc[%d] %s: ", (int)getpid(),
+		     level_names[level]);
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof(line) - n - 1, fmt, ap);
+	va_end(ap);
+	strcat(line, "\n");
+	fputs(line, stderr);
+}

@@ -1,0 +1,35 @@
+#ifndef RIPC_LOG_H
+#define RIPC_LOG_H
+
+enum ripc_log_level {
+	RIPC_LOG_NONE = 0,
+	RIPC_LOG_ERROR,
+	RIPC_LOG_WARN,
+	RIPC_LOG_INFO,
+	RIPC_LOG_DEBUG,
+};
+
+extern int ripc__log_level;
+
+void ripc__log_init(void);
+void ripc__log_emit(int level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#define ripc__log(level, ...)                                                \
+	do {                                                                 \
+		if ((level) <= ripc__log_level)                              \
+			ripc__log_emit((level), __VA_ARGS__);                \
+	} while (0)
+
+/* For the data path: at most one line per second per call site. */
+#define ripc__log_rl(level, ...)                                             \
+	do {                                                                 \
+		static long ripc__rl_last;                                   \
+		if ((level) <= ripc__log_level &&                            \
+		    ripc__log_ratelimit(&ripc__rl_last))                     \
+			ripc__log_emit((level), __VA_ARGS__);                \
+	} while (0)
+
+int ripc__log_ratelimit(long *last);
+
+#endif

@@ -1,0 +1,244 @@
+/*
+ * Peers (remote processes on one transport) and routes (service ID ->
+ * peer), resolved through the host registry.
+ *
+ * A route is reused while the registry's change counter is unchanged and
+ * its owner was seen alive within the last second; otherwise it is looked
+ * up again, so a service that restarted or moved is found without the
+ * sender doing anything, and a dead owner is noticed within a second.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ripc_int.h"
+
+#define ROUTE_RECHECK_NS 1000000000ull
+#define MCAST_MAX 256
+
+static unsigned peer_bucket(int tp, const void *addr, size_t len)
+{
+	const uint8_t *p = addr;
+	uint32_t h = 2166136261u ^ (uint32_t)tp;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 16777619u;
+	return h & 255;
+}
+
+struct ripc_peer *ripc__peer_get(int tp, const void *addr, size_t len,
+				 uint64_t inc, int *err)
+{
+	unsigned b = peer_bucket(tp, addr, len);
+	struct ripc_tp *t = &CTX->tp[tp];
+	struct ripc_peer *p;
+	int ret;
+
+	*err = RIPC_OK;
+	if (len == 0 || len > RIPC_ADDR_MAX || !t->open) {
+		*err = RIPC_EPEER;
+		return NULL;
+	}
+	for (p = CTX->peer_hash[b]; p; p = p->hnext) {
+		if (p->tp == tp && p->addrlen == len &&
+		    !memcmp(p->addr, addr, len)) {
+			if (p->inc != inc) {
+				/* Same address, new process: rxm reconnects
+				 * by itself; the incarnation tells them
+				 * apart on our side. */
+				p->inc = inc;
+				p->dead = false;
+			}
+			return p;
+		}
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		*err = RIPC_ENOMEM;
+		return NULL;
+	}
+	ret = t->ops->av_insert(t->p, addr, len, &p->handle);
+	if (ret) {
+		free(p);
+		*err = ripc__err_from_errno(ret);
+		return NULL;
+	}
+	p->tp = (int8_t)tp;
+	p->inc = inc;
+	p->addrlen = (uint8_t)len;
+	memcpy(p->addr, addr, len);
+	p->hnext = CTX->peer_hash[b];
+	CTX->peer_hash[b] = p;
+	return p;
+}
+
+void ripc__peers_fini(void)
+{
+	for (unsigned b = 0; b < 256; b++) {
+		struct ripc_peer *p = CTX->peer_hash[b], *n;
+
+		for (; p; p = n) {
+			n = p->hnext;
+			free(p);
+		}
+		CTX->peer_hash[b] = NULL;
+	}
+	for (unsigned i = 0; i <= RIPC_MAX_SERVICE_ID; i++) {
+		if (CTX->route[i]) {
+			free(CTX->route[i]->members);
+			free(CTX->route[i]->member_inc);
+			free(CTX->route[i]);
+			CTX->route[i] = NULL;
+		}
+	}
+}
+
+int ripc__pick_tp(const struct ripc_reg_proc_info *owner)
+{
+	/* Preference: shm on the same host, then verbs, then tcp. */
+	static const int order[] = { RIPC_PROV_SHM, RIPC_PROV_VERBS,
+				     RIPC_PROV_TCP };
+
+	for (unsigned i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		int tp = order[i];
+		struct ripc_tp *t = &CTX->tp[tp];
+
+		if (!t->open || owner->addr[tp].len == 0)
+			continue;
+		if (t->attr.same_host_only && owner->host_id != CTX->host_id)
+			continue;
+		return tp;
+	}
+	return -1;
+}
+
+void ripc__route_drop(uint16_t dest)
+{
+	struct ripc_route *r = CTX->route[dest];
+
+	if (r)
+		r->reg_version = 0; /* force a lookup next time */
+}
+
+static int route_fill_unicast(struct ripc_route *r,
+			      const struct ripc_reg_proc_info *owner)
+{
+	int tp = ripc__pick_tp(owner), err;
+	struct ripc_peer *p;
+
+	if (tp < 0)
+		return RIPC_EPEER;
+	p = ripc__peer_get(tp, owner->addr[tp].addr, owner->addr[tp].len,
+			   owner->incarnation, &err);
+	if (!p)
+		return err;
+	r->peer = p;
+	r->inc = owner->incarnation;
+	r->host_id = owner->host_id;
+	r->mcast = false;
+	r->nmembers = 0;
+	return RIPC_OK;
+}
+
+static int route_fill_mcast(struct ripc_route *r,
+			    const struct ripc_reg_proc_info *m, int n)
+{
+	int k = 0, err;
+
+	if (!r->members) {
+		r->members = calloc(MCAST_MAX, sizeof(*r->members));
+		r->member_inc = calloc(MCAST_MAX, sizeof(*r->member_inc));
+		if (!r->members || !r->member_inc)
+			return RIPC_ENOMEM;
+	}
+	for (int i = 0; i < n; i++) {
+		int tp = ripc__pick_tp(&m[i]);
+		struct ripc_peer *p;
+
+		if (tp < 0)
+			continue;
+		p = ripc__peer_get(tp, m[i].addr[tp].addr, m[i].addr[tp].len,
+				   m[i].incarnation, &err);
+		if (!p)
+			continue;
+		r->members[k] = p;
+		r->member_inc[k] = m[i].incarnation;
+		k++;
+	}
+	r->mcast = true;
+	r->nmembers = (uint16_t)k;
+	r->peer = NULL;
+	return RIPC_OK;
+}
+
+/* One registry lookup; RIPC_ENOSERVICE when nobody holds the ID. */
+static int route_lookup(uint16_t dest, struct ripc_route *r)
+{
+	struct ripc_reg_proc_info owner, *members;
+	uint64_t version = ripc__reg_version();
+	bool is_mcast;
+	int n, err;
+
+	CTX->stats.resolutions++;
+	if (ripc__reg_lookup(dest, &owner) == 0) {
+		err = route_fill_unicast(r, &owner);
+	} else {
+		members = calloc(MCAST_MAX, sizeof(*members));
+		if (!members)
+			return RIPC_ENOMEM;
+		n = ripc__reg_lookup_mcast(dest, members, MCAST_MAX,
+					   &is_mcast);
+		err = is_mcast ? route_fill_mcast(r, members, n)
+			       : RIPC_ENOSERVICE;
+		free(members);
+	}
+	if (err == RIPC_OK) {
+		r->reg_version = version;
+		r->verified_ns = ripc__now_ns();
+	}
+	return err;
+}
+
+int ripc__resolve(uint16_t dest, struct ripc_route **out, uint64_t deadline)
+{
+	struct ripc_route *r = CTX->route[dest];
+	uint64_t now;
+	int err;
+
+	if (r && r->reg_version && r->reg_version == ripc__reg_version()) {
+		now = ripc__now_ns();
+		if (now - r->verified_ns < ROUTE_RECHECK_NS) {
+			*out = r;
+			return RIPC_OK;
+		}
+	}
+	if (!r) {
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return RIPC_ENOMEM;
+		CTX->route[dest] = r;
+	}
+	for (;;) {
+		err = route_lookup(dest, r);
+		if (err != RIPC_ENOSERVICE)
+			break;
+		r->reg_version = 0;
+		if (ripc__now_ns() >= deadline)
+			break;
+		/* Not registered (yet): let others use the library while we
+		 * wait for the registry to change. */
+		ripc__unlock();
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+		ripc__lock();
+		if (CTX->shutting_down)
+			return RIPC_ESHUTDOWN;
+		r = CTX->route[dest];
+	}
+	if (err) {
+		CTX->stats.resolve_failures++;
+		return err;
+	}
+	*out = r;
+	return RIPC_OK;
+}

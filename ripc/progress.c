@@ -1,0 +1,270 @@
+/*
+ * Progress: pulling completions out of the transports and acting on them,
+ * timers, and the progress thread.
+ *
+ * libfabric's tcp and shm providers progress only when someone reads
+ * their CQ (ref §1.3), including for RMA that targets us: the owner of a
+ * long-send buffer must keep polling until the receiver has pulled it.
+ * The progress thread does that while the application is elsewhere; it
+ * sleeps on the transports' wait fds where they have one (tcp, verbs) and
+ * polls every RIPC_POLL_INTERVAL_US otherwise (shm).  While an application
+ * thread busy-polls inside a receive, the thread stays out of its way.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "retbuf.h"
+#include "ripc_int.h"
+
+#define POLL_BATCH 16
+#define POLL_ROUNDS 4 /* batches per transport per call: bounds latency */
+#define TIMER_PERIOD_NS 10000000ull
+
+static void handle_cqe(struct ripc_tp *t, const struct ripc_cqe *c)
+{
+	struct ripc_op *op = c->ctx;
+
+	if (!op)
+		return;
+	switch (op->kind) {
+	case RIPC_OP_RECV: {
+		struct ripc_slot *s = (struct ripc_slot *)op;
+
+		t->rx_posted--;
+		s->tp = -1;
+		if (c->err) {
+			/* Canceled at close, or a transport error: the
+			 * buffer itself is fine. */
+			if (CTX->shutting_down ||
+			    ripc__post_slot(t, s) != 0)
+				ripc__slot_put(s);
+			break;
+		}
+		ripc__dispatch(t, s, c->len);
+		break;
+	}
+	case RIPC_OP_SEND:
+		t->tx_inflight--;
+		if (c->err)
+			ripc__log_rl(RIPC_LOG_INFO, "%s: send failed: %s",
+				     t->attr.name, strerror(-c->err));
+		ripc__slot_put((struct ripc_slot *)op);
+		break;
+	case RIPC_OP_READ:
+		ripc__pull_read_done((struct ripc_read_op *)op, c->err);
+		break;
+	case RIPC_OP_WRITE:
+		ripc__retbuf_write_done((struct ripc_write_op *)op, c->err);
+		break;
+	}
+}
+
+void ripc__timers(uint64_t now)
+{
+	struct ripc_list *pos, *tmp;
+
+	if (now < CTX->next_timer_ns)
+		return;
+	CTX->next_timer_ns = now + TIMER_PERIOD_NS;
+	ripc_list_for_each_safe(pos, tmp, &CTX->lsends)
+	{
+		struct ripc_lsend *ls =
+			ripc_container_of(pos, struct ripc_lsend, link);
+
+		if (now >= ls->deadline) {
+			ripc__log_rl(RIPC_LOG_INFO,
+				     "long send not completed by its receiver "
+				     "in time; revoking its registrations");
+			ripc__lsend_release(ls, true);
+		}
+	}
+	ripc_list_for_each_safe(pos, tmp, &CTX->pulls)
+	{
+		struct ripc_pull *p =
+			ripc_container_of(pos, struct ripc_pull, link);
+
+		if (now >= p->deadline && p->msg) {
+			struct ripc_msg *m = p->msg;
+
+			ripc__log_rl(RIPC_LOG_INFO, "pull timed out");
+			ripc__pull_abandon(p);
+			m->err = RIPC_EPULL;
+			CTX->stats.pulls_failed++;
+			ripc__msg_ready(CTX->svc[m->to], m);
+		}
+	}
+	ripc__retbuf_timers(now);
+}
+
+int ripc__progress_locked(void)
+{
+	struct ripc_cqe cqe[POLL_BATCH];
+	int total = 0;
+
+	for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
+		struct ripc_tp *t = &CTX->tp[i];
+
+		if (!t->open)
+			continue;
+		for (int round = 0; round < POLL_ROUNDS; round++) {
+			int n = t->ops->poll(t->p, cqe, POLL_BATCH);
+
+			if (n <= 0)
+				break;
+			for (int k = 0; k < n; k++)
+				handle_cqe(t, &cqe[k]);
+			total += n;
+			if (n < POLL_BATCH)
+				break;
+		}
+		if (t->rx_posted < CTX->cfg.rx_depth && !CTX->shutting_down)
+			ripc__replenish(t);
+	}
+	if (!ripc_list_empty(&CTX->readq))
+		ripc__pull_post_reads();
+	ripc__timers(ripc__now_ns());
+	return total;
+}
+
+/* Called without the lock by a thread that must wait for progress it
+ * cannot make itself (e.g. ripc_wait_released): sleep briefly. */
+void ripc__progress_wait(uint64_t deadline)
+{
+	uint64_t now = ripc__now_ns();
+	uint64_t ns = CTX->cfg.manual_progress ? 20000 : 200000;
+
+	if (deadline > now && deadline - now < ns)
+		ns = deadline - now;
+	nanosleep(&(struct timespec){ 0, (long)ns }, NULL);
+}
+
+RIPC_API int ripc_progress(void)
+{
+	int n;
+
+	if (!CTX->initialized)
+		return 0;
+	ripc__lock();
+	n = ripc__progress_locked();
+	ripc__unlock();
+	return n;
+}
+
+static bool work_pending(void)
+{
+	return !ripc_list_empty(&CTX->lsends) ||
+	       !ripc_list_empty(&CTX->pulls) || ripc__retbuf_pending();
+}
+
+static void *progress_main(void *arg)
+{
+	struct pollfd pfd[RIPC_PROV_MAX + 1];
+	unsigned fruitless = 0;
+
+	(void)arg;
+	for (;;) {
+		unsigned nfd = 0;
+		bool all_fd = true, can_wait, spin;
+		uint64_t wait_us;
+		int n = 0;
+
+		ripc__lock();
+		if (CTX->shutting_down) {
+			ripc__unlock();
+			break;
+		}
+		spin = CTX->spinners > 0;
+		if (!spin)
+			n = ripc__progress_locked();
+		if (n > 0) {
+			ripc__unlock();
+			fruitless = 0;
+			continue;
+		}
+		can_wait = !spin;
+		pfd[nfd++] = (struct pollfd){ .fd = CTX->wake_fd,
+					      .events = POLLIN };
+		for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
+			struct ripc_tp *t = &CTX->tp[i];
+
+			if (!t->open)
+				continue;
+			if (t->attr.wait_fd < 0) {
+				all_fd = false;
+				continue;
+			}
+			/* libfabric: sleep on the fd only after trywait. */
+			if (can_wait && !t->ops->trywait(t->p))
+				can_wait = false;
+			pfd[nfd++] = (struct pollfd){ .fd = t->attr.wait_fd,
+						      .events = POLLIN };
+		}
+		wait_us = work_pending() ? 10000 : 100000;
+		ripc__unlock();
+
+		if (spin) {
+			/* An application thread is polling; stay away. */
+			wait_us = CTX->cfg.poll_interval_us;
+			nanosleep(&(struct timespec){ 0, (long)wait_us * 1000 },
+				  NULL);
+			continue;
+		}
+		if (!can_wait) {
+			/* Events are pending inside the provider: poll again,
+			 * but do not burn the CPU if none turn into
+			 * completions. */
+			if (++fruitless > 8)
+				nanosleep(&(struct timespec){ 0, 50000 }, NULL);
+			continue;
+		}
+		fruitless = 0;
+		if (!all_fd)
+			wait_us = CTX->cfg.poll_interval_us; /* shm */
+		ppoll(pfd, nfd,
+		      &(struct timespec){ (time_t)(wait_us / 1000000),
+					  (long)(wait_us % 1000000) * 1000 },
+		      NULL);
+		if (pfd[0].revents & POLLIN) {
+			uint64_t v;
+
+			if (read(CTX->wake_fd, &v, sizeof(v)) < 0)
+				(void)0;
+		}
+	}
+	return NULL;
+}
+
+int ripc__thread_start(void)
+{
+	int ret;
+
+	CTX->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (CTX->wake_fd < 0)
+		return RIPC_ENOMEM;
+	ret = pthread_create(&CTX->thread, NULL, progress_main, NULL);
+	if (ret) {
+		close(CTX->wake_fd);
+		CTX->wake_fd = -1;
+		return RIPC_ENOMEM;
+	}
+	CTX->thread_running = true;
+	return RIPC_OK;
+}
+
+void ripc__thread_stop(void)
+{
+	uint64_t one = 1;
+
+	if (!CTX->thread_running)
+		return;
+	if (write(CTX->wake_fd, &one, sizeof(one)) < 0)
+		(void)0;
+	pthread_join(CTX->thread, NULL);
+	CTX->thread_running = false;
+	close(CTX->wake_fd);
+	CTX->wake_fd = -1;
+}

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# test.sh - run every libripc test and print "N passed, N failed" last.
+#
+# Installs missing packages and builds first (so it works on a clean
+# clone), then runs, in order:
+#   1. make check in ./build: unit tests (Criterion), header and man-page
+#      checks;
+#   2. the conformance suite (server/client pairs) over shm, tcp and verbs
+#      (verbs reports Notrun where no RDMA device exists);
+#   3. both again under AddressSanitizer + UndefinedBehaviorSanitizer in
+#      ./build-asan.
+# Environment: RIPC_TEST_QUICK=1 skips the sanitizer pass.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+
+scripts/setup.sh --deps || exit 1
+scripts/setup.sh --build || exit 1
+
+export FI_TCP_IFACE=${FI_TCP_IFACE:-lo}
+total_pass=0 total_fail=0
+log=$(mktemp -d /tmp/ripc-test.XXXXXX)
+trap 'rm -rf "$log"' EXIT
+
+tally() { # tally <label> <passed> <failed>
+	printf '== %-40s %4d passed, %d failed\n' "$1" "$2" "$3"
+	total_pass=$((total_pass + $2))
+	total_fail=$((total_fail + $3))
+}
+
+# make check: count the automake test results.
+run_make_check() { # <builddir> <label>
+	local out=$log/$2.check
+	make -C "$1" -j"$(nproc)" check >"$out" 2>&1
+	local p f
+	p=$(grep -E '^# (PASS|XFAIL):' "$out" | awk '{s+=$3} END {print s+0}')
+	f=$(grep -E '^# (FAIL|XPASS|ERROR):' "$out" | awk '{s+=$3} END {print s+0}')
+	if ! grep -q '^# PASS:' "$out"; then
+		echo "make check in $1 did not run:"; tail -n 30 "$out"; f=$((f + 1))
+	fi
+	[ "$f" -gt 0 ] && { grep -E '^(FAIL|ERROR|XPASS):' "$out"; \
+		find "$1" -name '*.log' -path '*test*' -newer "$out" -exec true {} \; ; \
+		tail -n 40 "$1/test-suite.log" 2>/dev/null; }
+	tally "$2: make check" "$p" "$f"
+}
+
+run_suite() { # <builddir> <label> <providers...>
+	local b=$1 label=$2; shift 2
+	local out=$log/$label.suite
+	test/scripts/runripctests.sh -b "$b/test/functional" "$@" | tee "$out" |
+		grep -vE '^    ' | grep -E 'Fail|Notrun' || true
+	local last p f
+	last=$(tail -n 1 "$out")
+	p=$(echo "$last" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p')
+	f=$(echo "$last" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p')
+	[ -z "$p" ] && { p=0; f=1; }
+	tally "$label: conformance ($*)" "$p" "$f"
+}
+
+run_make_check build default
+run_suite build default shm tcp verbs
+
+if [ "${RIPC_TEST_QUICK:-0}" != 1 ]; then
+	mkdir -p build-asan
+	if [ ! -f build-asan/Makefile ] || [ configure -nt build-asan/Makefile ]; then
+		(cd build-asan && ../configure -q --enable-sanitizers --disable-shared) \
+			>"$log/asan.configure" 2>&1 || { cat "$log/asan.configure"; exit 1; }
+	fi
+	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+	export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$top/test/lsan.supp:print_suppressions=0}
+	run_make_check build-asan asan
+	run_suite build-asan asan shm tcp
+fi
+
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]

@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# runripctests.sh - run the libripc conformance suite (fabtests style).
+#
+# Usage: runripctests.sh [-b bindir] [-T seconds] [-e regex] [-v] [provider ...]
+#   providers default to "shm tcp verbs"; a provider absent here reports
+#   Notrun (exit 77), not Pass.
+#
+# Each test is a server/client pair of one program on this host.  The
+# server is started first with -r <file> and announces readiness (its
+# service ID) in that file; the client gets that ID as its positional
+# argument.  Every process is started in the background, watched by pid,
+# and killed by pid if it outlives the timeout.  Each test gets its own
+# registry (RIPC_REGISTRY) and temporary directory, removed afterwards,
+# along with any /dev/shm region a killed process left.
+#
+# Output: one line per test (Pass / Fail / Notrun), totals, and a last
+# line "N passed, N failed".
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+bindir=${RIPC_TEST_BINDIR:-$here/../functional}
+timeout=${RIPC_TEST_TIMEOUT:-180}
+verbose=0
+exclude='^$'
+
+while getopts "b:T:e:vh" o; do
+	case $o in
+	b) bindir=$OPTARG ;;
+	T) timeout=$OPTARG ;;
+	e) exclude=$OPTARG ;;
+	v) verbose=1 ;;
+	*) sed -n '2,20p' "$0"; exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+providers=${*:-shm tcp verbs}
+
+# test name | extra arguments (both sides)
+tests=(
+	"ripc_register|"
+	"ripc_resolve|"
+	"ripc_short|-I 300"
+	"ripc_long|-x lib -I 12"
+	"ripc_long|-x window -I 6"
+	"ripc_long|-x service -I 6"
+	"ripc_threads|-I 400"
+	"ripc_badargs|"
+	#"ripc_retbuf|"
+	#"ripc_window|"
+	#"ripc_mcast|"
+	#"ripc_hostile|"
+)
+
+export FI_TCP_IFACE=${FI_TCP_IFACE:-lo}
+export RIPC_TCP_ADDR=${RIPC_TCP_ADDR:-127.0.0.1}
+
+pass=0 fail=0 notrun=0
+results=()
+started_pids=()
+
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# wait_pid pid seconds -> exit status, 124 after killing it on timeout
+wait_pid() {
+	local pid=$1 limit=$(($2 * 20)) ticks=0
+	while kill -0 "$pid" 2>/dev/null; do
+		if [ "$ticks" -ge "$limit" ]; then
+			kill -TERM "$pid" 2>/dev/null; sleep 1
+			kill -KILL "$pid" 2>/dev/null
+			wait "$pid" 2>/dev/null
+			return 124
+		fi
+		sleep 0.05; ticks=$((ticks + 1))
+	done
+	wait "$pid"
+}
+
+shm_cleanup() {
+	local pid
+	for pid in "$@"; do rm -f /dev/shm/"$pid":* 2>/dev/null; done
+}
+
+cleanup_all() {
+	local pid
+	for pid in "${started_pids[@]}"; do
+		kill -KILL "$pid" 2>/dev/null
+	done
+	shm_cleanup "${started_pids[@]}"
+}
+trap cleanup_all EXIT INT TERM
+
+run_one() {
+	local prov=$1 name=$2 args=$3
+	local label="$name ${args:+$args }-p $prov"
+	local tmp spid cpid src crc id t0 status
+
+	if [[ $label =~ $exclude ]] && [ "$exclude" != '^$' ]; then
+		printf '%-52s %s\n' "$label:" Excluded
+		return
+	fi
+	if [ ! -x "$bindir/$name" ]; then
+		printf '%-52s %s\n' "$label:" "Fail (no binary)"
+		fail=$((fail + 1)); results+=("FAIL $label")
+		return
+	fi
+	tmp=$(mktemp -d /tmp/ripctest.XXXXXX)
+	t0=$(now_ms)
+	# shellcheck disable=SC2086
+	export RIPC_TEST_DIR=$tmp
+	RIPC_REGISTRY=$tmp/registry "$bindir/$name" -p "$prov" -r "$tmp/ready" \
+		$args >"$tmp/server.log" 2>&1 &
+	spid=$!
+	started_pids+=("$spid")
+	# Wait for readiness (bounded), or for the server to exit early.
+	local waited=0
+	while [ ! -s "$tmp/ready" ] && kill -0 "$spid" 2>/dev/null &&
+		[ "$waited" -lt 400 ]; do
+		sleep 0.05; waited=$((waited + 1))
+	done
+	if [ -s "$tmp/ready" ]; then
+		id=$(cat "$tmp/ready")
+		# shellcheck disable=SC2086
+		RIPC_REGISTRY=$tmp/registry "$bindir/$name" -p "$prov" $args "$id" \
+			>"$tmp/client.log" 2>&1 &
+		cpid=$!
+		started_pids+=("$cpid")
+		wait_pid "$cpid" "$timeout"; crc=$?
+		wait_pid "$spid" 20; src=$?
+	else
+		wait_pid "$spid" 5; src=$?
+		crc=$src
+		[ "$src" -eq 0 ] && src=1 crc=1 # exited without being ready
+	fi
+	shm_cleanup "$spid" "${cpid:-}"
+	local dt=$(($(now_ms) - t0))
+	dt=$((dt / 1000)).$(((dt % 1000) / 100))
+	if [ "$src" -eq 77 ] || [ "$crc" -eq 77 ]; then
+		status=Notrun; notrun=$((notrun + 1))
+	elif [ "$src" -eq 0 ] && [ "$crc" -eq 0 ]; then
+		status=Pass; pass=$((pass + 1))
+	else
+		status="Fail (server $src, client $crc)"; fail=$((fail + 1))
+		results+=("FAIL $label")
+	fi
+	printf '%-52s %-10s %6ss\n' "$label:" "$status" "$dt"
+	if [ "$verbose" = 1 ] || [[ $status == Fail* ]]; then
+		sed 's/^/    server: /' "$tmp/server.log" | tail -n 20
+		[ -f "$tmp/client.log" ] && sed 's/^/    client: /' "$tmp/client.log" | tail -n 20
+	fi
+	rm -rf "$tmp"
+}
+
+echo "# libripc conformance suite: providers: $providers"
+for prov in $providers; do
+	for t in "${tests[@]}"; do
+		run_one "$prov" "${t%%|*}" "${t#*|}"
+	done
+done
+echo "# ------------------------------------------------------------------"
+echo "# Total Pass    $pass"
+echo "# Total Notrun  $notrun"
+echo "# Total Fail    $fail"
+for r in "${results[@]}"; do echo "# $r"; done
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
