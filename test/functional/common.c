@@ -1,3 +1,4 @@
+#include <dirent.h>
 #include <stdarg.h>
 #include <string.h>
 #include <time.h>
@@ -219,4 +220,23 @@ bool ft_is_word(const struct ft_msg *m, const char *word)
 {
 	return m->ns == 1 && m->ss[0] == strlen(word) + 1 &&
 	       !memcmp(m->si[0], word, m->ss[0]);
+}
+
+void ft_shm_cleanup(pid_t pid)
+{
+	char prefix[32];
+	struct dirent *d;
+	DIR *dir = opendir("/dev/shm");
+
+	snprintf(prefix, sizeof(prefix), "%d:", (int)pid);
+	while (dir && (d = readdir(dir))) {
+		if (!strncmp(d->d_name, prefix, strlen(prefix))) {
+			char path[300];
+
+			snprintf(path, sizeof(path), "/dev/shm/%s", d->d_name);
+			unlink(path);
+		}
+	}
+	if (dir)
+		closedir(dir);
 }

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/types.h>
 
 #include <ripc.h>
 
@@ -86,6 +87,9 @@ int ft_recv(uint16_t svc, struct ft_msg *m, int timeout_ms);
 /* Receive and fail the test on error. */
 void ft_recv_ok(uint16_t svc, struct ft_msg *m, int timeout_ms);
 void ft_msg_free(struct ft_msg *m, bool free_long);
+
+/* Remove the /dev/shm region a SIGKILLed libfabric shm endpoint leaves. */
+void ft_shm_cleanup(pid_t pid);
 
 /* Short send of one small control word ("go", "quit", ...). */
 int ft_send_word(uint16_t src, uint16_t dst, const char *word);

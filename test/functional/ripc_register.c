@@ -4,7 +4,6 @@
  * process holds several services; unregistering frees an ID; an ID held
  * by a process that was killed is reclaimed automatically.
  */
-#include <dirent.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -13,26 +12,6 @@
 #include "common.h"
 
 #define NRANDOM 64
-
-/* A SIGKILLed libfabric shm endpoint leaves its region file behind. */
-static void cleanup_shm_of(pid_t pid)
-{
-	char prefix[32];
-	struct dirent *d;
-	DIR *dir = opendir("/dev/shm");
-
-	snprintf(prefix, sizeof(prefix), "%d:", (int)pid);
-	while (dir && (d = readdir(dir))) {
-		if (!strncmp(d->d_name, prefix, strlen(prefix))) {
-			char path[300];
-
-			snprintf(path, sizeof(path), "/dev/shm/%s", d->d_name);
-			unlink(path);
-		}
-	}
-	if (dir)
-		closedir(dir);
-}
 
 static int server(void)
 {
@@ -118,7 +97,7 @@ static int client(void)
 	FT_CHECK(!ripc_register_service_id(ids[1]), "took a live child's ID");
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
-	cleanup_shm_of(child);
+	ft_shm_cleanup(child);
 	FT_CHECK(ripc_register_service_id(ids[1]),
 		 "dead owner's ID not reclaimed: %s",
 		 ripc_strerror(ripc_last_error()));

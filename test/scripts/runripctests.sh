@@ -45,9 +45,10 @@ tests=(
 	"ripc_long|-x service -I 6"
 	"ripc_threads|-I 400"
 	"ripc_badargs|"
-	#"ripc_retbuf|"
-	#"ripc_window|"
-	#"ripc_mcast|"
+	"ripc_retbuf|"
+	"ripc_window|"
+	"ripc_window|-x nolib"
+	"ripc_mcast|"
 	#"ripc_hostile|"
 )
 
