@@ -200,7 +200,6 @@ static int init_locked(void)
 		err = RIPC_EREGISTRY;
 		goto fail;
 	}
-	CTX->app_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (!CTX->cfg.manual_progress && (err = ripc__thread_start()))
 		goto fail;
 	return RIPC_OK;
@@ -383,9 +382,22 @@ RIPC_API uint8_t ripc_stats(struct ripc_stats *stats, size_t size)
 
 RIPC_API int ripc_get_fd(void)
 {
+	int fd;
+
 	if (ripc__ensure_init())
 		return -1;
-	return CTX->app_fd;
+	ripc__lock();
+	/* Created on first request: without a reader, keeping it current
+	 * would cost two syscalls per message. */
+	if (CTX->app_fd < 0) {
+		CTX->app_fd = eventfd(CTX->queued_total ? 1 : 0,
+				      EFD_CLOEXEC | EFD_NONBLOCK);
+		if (CTX->app_fd < 0)
+			ripc__set_err(RIPC_ENOMEM);
+	}
+	fd = CTX->app_fd;
+	ripc__unlock();
+	return fd;
 }
 
 RIPC_API const char *ripc_transport_of(uint16_t service)

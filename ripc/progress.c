@@ -23,6 +23,16 @@
 #define POLL_BATCH 16
 #define POLL_ROUNDS 4 /* batches per transport per call: bounds latency */
 #define TIMER_PERIOD_NS 10000000ull
+/* A transport whose poll is costly and that has been quiet for HOT_NS is
+ * polled at most every COLD_POLL_NS, so that a busy-polling receiver on a
+ * cheap transport (shm) does not pay for socket syscalls each round. */
+#define HOT_NS 2000000ull
+#define COLD_POLL_NS 20000ull
+/* While application threads call into the library this recently, the
+ * progress thread does not sleep on wait fds: waking on a completion would
+ * preempt an application thread on the same core (two context switches
+ * per message).  It polls on a timer instead. */
+#define APP_ACTIVE_NS 1000000ull
 
 static void handle_cqe(struct ripc_tp *t, const struct ripc_cqe *c)
 {
@@ -103,6 +113,10 @@ void ripc__timers(uint64_t now)
 int ripc__progress_locked(void)
 {
 	struct ripc_cqe cqe[POLL_BATCH];
+	/* Reading the clock is a good part of an empty poll's cost: only
+	 * when there is something to gate, or every 64 calls for timers. */
+	bool need_now = CTX->ntp > 1 || (++CTX->poll_calls & 63) == 0;
+	uint64_t now = need_now ? ripc__now_ns() : 0;
 	int total = 0;
 
 	for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
@@ -110,11 +124,17 @@ int ripc__progress_locked(void)
 
 		if (!t->open)
 			continue;
+		if (t->attr.costly_poll && CTX->ntp > 1 &&
+		    now - t->last_event_ns > HOT_NS && t->tx_inflight == 0 &&
+		    now - t->last_poll_ns < COLD_POLL_NS)
+			continue;
+		t->last_poll_ns = now;
 		for (int round = 0; round < POLL_ROUNDS; round++) {
 			int n = t->ops->poll(t->p, cqe, POLL_BATCH);
 
 			if (n <= 0)
 				break;
+			t->last_event_ns = now;
 			for (int k = 0; k < n; k++)
 				handle_cqe(t, &cqe[k]);
 			total += n;
@@ -126,7 +146,8 @@ int ripc__progress_locked(void)
 	}
 	if (!ripc_list_empty(&CTX->readq))
 		ripc__pull_post_reads();
-	ripc__timers(ripc__now_ns());
+	if (now)
+		ripc__timers(now);
 	return total;
 }
 
@@ -204,10 +225,13 @@ static void *progress_main(void *arg)
 						      .events = POLLIN };
 		}
 		wait_us = work_pending() ? 10000 : 100000;
+		bool app_active =
+			ripc__now_ns() - CTX->app_active_ns < APP_ACTIVE_NS;
 		ripc__unlock();
 
-		if (spin) {
-			/* An application thread is polling; stay away. */
+		if (spin || app_active) {
+			/* Application threads are polling or about to; stay
+			 * out of their way, check back on a timer. */
 			wait_us = CTX->cfg.poll_interval_us;
 			nanosleep(&(struct timespec){ 0, (long)wait_us * 1000 },
 				  NULL);

@@ -731,6 +731,8 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 	struct ripc_service *svc;
 	struct ripc_msg *m = NULL;
 	uint64_t start, deadline, spin_until;
+	bool spinning = false;
+	unsigned spins = 0;
 	int err;
 
 	if (service_id > RIPC_MAX_SERVICE_ID)
@@ -758,20 +760,35 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 			err = RIPC_ESHUTDOWN;
 			break;
 		}
+		if (spinning && (++spins & 7) && timeout_ms != 0) {
+			/* Between clock reads: keep spinning. */
+			ripc__unlock();
+			__builtin_ia32_pause();
+			ripc__lock();
+			continue;
+		}
 		uint64_t now = ripc__now_ns();
 
+		CTX->app_active_ns = now;
 		if (now >= deadline) {
 			err = RIPC_ETIMEDOUT;
 			break;
 		}
 		if (now < spin_until) {
-			/* Busy-poll: lowest latency while messages flow. */
-			CTX->spinners++;
+			/* Busy-poll: lowest latency while messages flow.  The
+			 * progress thread keeps away while we spin. */
+			if (!spinning) {
+				CTX->spinners++;
+				spinning = true;
+			}
 			ripc__unlock();
 			__builtin_ia32_pause();
 			ripc__lock();
-			CTX->spinners--;
 			continue;
+		}
+		if (spinning) {
+			CTX->spinners--;
+			spinning = false;
 		}
 		/* Sleep on our eventfd; the progress thread (or, in manual
 		 * mode, our own periodic polling) wakes us. */
@@ -805,6 +822,9 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 			break;
 		}
 	}
+	if (spinning)
+		CTX->spinners--;
+	CTX->app_active_ns = ripc__now_ns();
 	if (m) {
 		err = hand_over(m, from_service_id, short_items,
 				short_item_sizes, num_short_items, long_items,

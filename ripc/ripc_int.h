@@ -135,6 +135,8 @@ struct ripc_tp {
 	size_t tx_inflight; /* posted sends/reads/writes not yet completed */
 	size_t tx_max;
 	unsigned rx_posted;
+	uint64_t last_event_ns; /* last completion seen */
+	uint64_t last_poll_ns;
 };
 
 /* A remote process reachable on one transport. */
@@ -296,8 +298,10 @@ struct ripc_ctx {
 	int wake_fd;              /* eventfd: wakes the progress thread */
 	int app_fd;               /* eventfd: ripc_get_fd() */
 	unsigned queued_total;    /* messages waiting over all services */
-	unsigned spinners;        /* app threads polling right now */
+	unsigned spinners;        /* app threads busy-polling in a receive */
+	uint64_t app_active_ns;   /* last time an app thread was in a call */
 	uint64_t next_timer_ns;   /* next timeout scan */
+	unsigned poll_calls;
 
 	/* configuration */
 	struct {

@@ -69,6 +69,7 @@ struct ripc_prov_attr {
 	bool mr_prov_key;        /* provider chooses keys */
 	bool same_host_only;     /* reaches only processes on this host */
 	bool checks_rma_keys;    /* target verifies key/bounds (not shm fast) */
+	bool costly_poll;        /* a CQ poll makes syscalls (tcp: sockets) */
 	int wait_fd;             /* fd to poll() before ->poll(), or -1 */
 };
 

@@ -157,6 +157,7 @@ static int send_prepare(uint16_t src, uint16_t dest, void **buf,
 		ripc__unlock();
 		return RIPC_ENOTOWNER;
 	}
+	CTX->app_active_ns = ripc__now_ns();
 	err = ripc__resolve(dest, route,
 			    ripc__now_ns() + CTX->cfg.resolve_timeout_ns);
 	if (err)

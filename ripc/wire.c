@@ -5,6 +5,7 @@
  * from them, so no size computation can overflow, and every section is
  * checked to lie inside the bytes actually received.
  */
+#include <endian.h>
 #include <string.h>
 
 #include "wire.h"
@@ -14,37 +15,48 @@ static inline size_t align8(size_t n)
 	return (n + 7) & ~(size_t)7;
 }
 
+/* Little-endian field access; on little-endian hosts these are plain
+ * unaligned loads and stores. */
 static inline void put16(uint8_t *p, uint16_t v)
 {
-	p[0] = v, p[1] = v >> 8;
+	v = htole16(v);
+	memcpy(p, &v, sizeof(v));
 }
 
 static inline void put32(uint8_t *p, uint32_t v)
 {
-	for (int i = 0; i < 4; i++)
-		p[i] = v >> (8 * i);
+	v = htole32(v);
+	memcpy(p, &v, sizeof(v));
 }
 
 static inline void put64(uint8_t *p, uint64_t v)
 {
-	for (int i = 0; i < 8; i++)
-		p[i] = v >> (8 * i);
+	v = htole64(v);
+	memcpy(p, &v, sizeof(v));
 }
 
 static inline uint16_t get16(const uint8_t *p)
 {
-	return (uint16_t)(p[0] | p[1] << 8);
+	uint16_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return le16toh(v);
 }
 
 static inline uint32_t get32(const uint8_t *p)
 {
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return le32toh(v);
 }
 
 static inline uint64_t get64(const uint8_t *p)
 {
-	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return le64toh(v);
 }
 
 /* Section sizes derived from counts that are already within limits. */

@@ -19,6 +19,8 @@ static const struct ripc_ofi_row tcp_row = {
 	.bind_src_addr = true,
 	.same_host_only = false,
 	.wait_fd = true,
+	/* rxm/tcp progress reads sockets on every CQ poll (~1-3 us). */
+	.costly_poll = true,
 	.unchecked_fast_rma = false,
 };
 
