@@ -69,7 +69,7 @@ enum ripc_error {
 	RIPC_ENOTSUP = 17,    /* not supported in this configuration */
 	RIPC_ESHUTDOWN = 18,  /* the library is shutting down */
 	RIPC_EAGAIN = 19,     /* nothing available (non-blocking call) */
-	RIPC_ETRUNC = 20,     /* some long items did not fit (see ripc_receive) */
+	RIPC_ETRUNC = 20,     /* some long items found no room (ripc_receive) */
 	RIPC_ERROR_MAX
 };
 

@@ -16,7 +16,7 @@ const struct ripc_env_var ripc__env_table[RIPC_ENV_COUNT] = {
 		"Log level: none, error, warn, info, debug." },
 	[RIPC_ENV_REGISTRY] = { "RIPC_REGISTRY", "",
 		"Path of the host-local service registry. Empty: "
-		"/dev/shm/ripc-registry-<uid>." },
+		"/dev/shm/ripc-<euid>-<network namespace inode>.reg." },
 	[RIPC_ENV_TCP_ADDR] = { "RIPC_TCP_ADDR", "127.0.0.1",
 		"Local IP address the tcp transport binds to." },
 	[RIPC_ENV_RESOLVE_TIMEOUT_MS] = { "RIPC_RESOLVE_TIMEOUT_MS", "3000",
@@ -72,7 +72,7 @@ static int parse_int(const char *s, int64_t *out)
 	long long v;
 
 	errno = 0;
-	v = strtoll(s, &end, 0);
+	v = strtoll(s, &end, 10); /* decimal: "010" is ten */
 	if (errno || end == s)
 		return -1;
 	switch (tolower((unsigned char)*end)) {

@@ -28,7 +28,7 @@ static const char *const ripc_errstr[RIPC_ERROR_MAX] = {
 	[RIPC_ENOTSUP] = "Not supported in this configuration",
 	[RIPC_ESHUTDOWN] = "Library is shutting down",
 	[RIPC_EAGAIN] = "No message available",
-	[RIPC_ETRUNC] = "Some long items did not fit any receive window",
+	[RIPC_ETRUNC] = "Some long items had no receive window and no library buffer",
 };
 
 __attribute__((visibility("default"))) const char *ripc_strerror(int err)

@@ -20,25 +20,36 @@ struct ripc_ctx ripc__ctx = {
 
 static bool atexit_done;
 
+/* Milliseconds from the environment; negative values mean 0. */
+static uint64_t env_ms(enum ripc_env_id id)
+{
+	int64_t v = ripc__env_int(id);
+
+	return ripc__ms_ns(v < 0 ? 0 : v);
+}
+
 static void load_config(void)
 {
 	int64_t v;
 
 	CTX->cfg.resolve_timeout_ns =
-		ripc__ms_ns(ripc__env_int(RIPC_ENV_RESOLVE_TIMEOUT_MS));
+		env_ms(RIPC_ENV_RESOLVE_TIMEOUT_MS);
 	CTX->cfg.send_timeout_ns =
-		ripc__ms_ns(ripc__env_int(RIPC_ENV_SEND_TIMEOUT_MS));
+		env_ms(RIPC_ENV_SEND_TIMEOUT_MS);
 	CTX->cfg.long_timeout_ns =
-		ripc__ms_ns(ripc__env_int(RIPC_ENV_LONG_TIMEOUT_MS));
+		env_ms(RIPC_ENV_LONG_TIMEOUT_MS);
 	CTX->cfg.pull_timeout_ns =
-		ripc__ms_ns(ripc__env_int(RIPC_ENV_PULL_TIMEOUT_MS));
-	CTX->cfg.spin_ns = (uint64_t)ripc__env_int(RIPC_ENV_SPIN_US) * 1000;
+		env_ms(RIPC_ENV_PULL_TIMEOUT_MS);
+	v = ripc__env_int(RIPC_ENV_SPIN_US);
+	CTX->cfg.spin_ns = v < 0 ? 0 : (uint64_t)v * 1000;
 	v = ripc__env_int(RIPC_ENV_POLL_INTERVAL_US);
 	CTX->cfg.poll_interval_us = v < 10 ? 10 : v > 999999 ? 999999 : v;
 	v = ripc__env_int(RIPC_ENV_RX_DEPTH);
 	CTX->cfg.rx_depth = v < 2 ? 2 : v > 1024 ? 1024 : (unsigned)v;
 	v = ripc__env_int(RIPC_ENV_QUEUE_MAX);
-	CTX->cfg.queue_max = v < 1 ? 1 : (unsigned)v;
+	CTX->cfg.queue_max = v < 1 ? 1 : v > 1000000 ? 1000000 : (unsigned)v;
+	v = ripc__env_int(RIPC_ENV_RETURN_TIMEOUT_MS);
+	CTX->cfg.return_timeout_ms = v < 0 ? 0 : (uint64_t)v;
 	v = ripc__env_int(RIPC_ENV_PULL_MEM_MAX);
 	CTX->cfg.pull_mem_max = v < 0 ? 0 : (uint64_t)v;
 	v = ripc__env_int(RIPC_ENV_READ_CHUNK);
@@ -166,6 +177,7 @@ static int init_locked(void)
 	ripc_list_init(&CTX->lsends);
 	ripc_list_init(&CTX->pulls);
 	ripc_list_init(&CTX->readq);
+	ripc_list_init(&CTX->read_retry);
 	do {
 		if (ripc__random(&CTX->incarnation, sizeof(CTX->incarnation)))
 			return RIPC_ETRANSPORT;
@@ -206,6 +218,12 @@ static int init_locked(void)
 fail:
 	ripc__reg_detach();
 	ripc__reg_close();
+	/* MRs before their domain; slots after the endpoints are closed. */
+	for (struct ripc_arena *a = CTX->arenas; a; a = a->next)
+		for (unsigned i = 0; i < RIPC_PROV_MAX; i++)
+			if (CTX->tp[i].open && a->lreg->mr[i].handle)
+				CTX->tp[i].ops->mr_close(CTX->tp[i].p,
+							 &a->lreg->mr[i]);
 	close_transports();
 	ripc__arena_fini();
 	if (CTX->app_fd >= 0)
@@ -296,6 +314,11 @@ RIPC_API void ripc_finalize(void)
 		free(svc);
 		CTX->svc[i] = NULL;
 	}
+	ripc_list_for_each_safe(pos, tmp, &CTX->read_retry)
+	{
+		ripc_list_del(pos);
+		free(ripc_container_of(pos, struct ripc_read_op, retry));
+	}
 	ripc_list_for_each_safe(pos, tmp, &CTX->pulls)
 	{
 		struct ripc_pull *p =
@@ -310,11 +333,11 @@ RIPC_API void ripc_finalize(void)
 		}
 		free(p);
 	}
-	/* Local registrations must be closed before their domain.  Memory
-	 * from ripc_buf_alloc stays valid (ripc_buf_free still unmaps it);
-	 * the receive slots go away. */
+	/* Registrations are closed before their domain; the receive slots
+	 * are unmapped only after the endpoints are closed, since libfabric
+	 * owns posted buffers until then.  Memory from ripc_buf_alloc stays
+	 * valid (ripc_buf_free still unmaps it). */
 	ripc__windows_fini();
-	ripc__arena_fini();
 	ripc_list_for_each_safe(pos, tmp, &CTX->lregs)
 	{
 		struct ripc_lreg *r =
@@ -325,12 +348,19 @@ RIPC_API void ripc_finalize(void)
 				CTX->tp[i].ops->mr_close(CTX->tp[i].p,
 							 &r->mr[i]);
 		memset(r->mr, 0, sizeof(r->mr));
+	}
+	close_transports();
+	ripc__arena_fini();
+	ripc_list_for_each_safe(pos, tmp, &CTX->lregs)
+	{
+		struct ripc_lreg *r =
+			ripc_container_of(pos, struct ripc_lreg, link);
+
 		if (!r->from_alloc) {
 			ripc_list_del(&r->link);
 			free(r);
 		}
 	}
-	close_transports();
 	ripc__peers_fini();
 	ripc__msg_cache_fini();
 	if (CTX->app_fd >= 0)
@@ -340,6 +370,7 @@ RIPC_API void ripc_finalize(void)
 	CTX->shutting_down = false;
 	CTX->nsvc = 0;
 	ripc_list_init(&CTX->readq);
+	ripc_list_init(&CTX->read_retry);
 	ripc__unlock();
 }
 
@@ -347,6 +378,13 @@ RIPC_API void ripc_finalize(void)
 
 RIPC_API uint64_t ripc_limit(enum ripc_limit which)
 {
+	/* The values in force: loaded (and clamped) as at initialisation. */
+	if (!CTX->initialized) {
+		ripc__lock();
+		if (!CTX->initialized)
+			load_config();
+		ripc__unlock();
+	}
 	switch (which) {
 	case RIPC_LIMIT_SHORT_PAYLOAD:
 		return RIPC_SHORT_MAX;
@@ -357,13 +395,13 @@ RIPC_API uint64_t ripc_limit(enum ripc_limit which)
 	case RIPC_LIMIT_LONG_ITEM:
 		return RIPC_LONG_ITEM_MAX;
 	case RIPC_LIMIT_QUEUE:
-		return (uint64_t)ripc__env_int(RIPC_ENV_QUEUE_MAX);
+		return CTX->cfg.queue_max;
 	case RIPC_LIMIT_RESOLVE_TIMEOUT_MS:
-		return (uint64_t)ripc__env_int(RIPC_ENV_RESOLVE_TIMEOUT_MS);
+		return CTX->cfg.resolve_timeout_ns / 1000000;
 	case RIPC_LIMIT_SEND_TIMEOUT_MS:
-		return (uint64_t)ripc__env_int(RIPC_ENV_SEND_TIMEOUT_MS);
+		return CTX->cfg.send_timeout_ns / 1000000;
 	case RIPC_LIMIT_LONG_TIMEOUT_MS:
-		return (uint64_t)ripc__env_int(RIPC_ENV_LONG_TIMEOUT_MS);
+		return CTX->cfg.long_timeout_ns / 1000000;
 	}
 	ripc__set_err(RIPC_EINVAL);
 	return 0;

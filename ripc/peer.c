@@ -15,6 +15,7 @@
 #include "ripc_int.h"
 
 #define ROUTE_RECHECK_NS 1000000000ull
+#define PEERS_MAX 4096
 #define MCAST_MAX 256
 
 static unsigned peer_bucket(int tp, const void *addr, size_t len)
@@ -27,12 +28,70 @@ static unsigned peer_bucket(int tp, const void *addr, size_t len)
 	return h & 255;
 }
 
+/*
+ * A peer is one process incarnation at one address.  Incarnations and
+ * addresses in messages are not authenticated, so a message never changes
+ * an existing peer: a claim of a new incarnation at a known address (a
+ * restart, or a lie) gets an entry of its own that shares the address's
+ * transport handle, and the real peer's state is left alone.  The table
+ * is bounded; beyond PEERS_MAX new claims are refused.
+ */
+static bool handle_shared(const struct ripc_peer *p)
+{
+	unsigned b = peer_bucket(p->tp, p->addr, p->addrlen);
+
+	for (struct ripc_peer *q = CTX->peer_hash[b]; q; q = q->hnext)
+		if (q != p && q->tp == p->tp && q->handle == p->handle)
+			return true;
+	return false;
+}
+
+static void peer_unlink(struct ripc_peer *p)
+{
+	unsigned b = peer_bucket(p->tp, p->addr, p->addrlen);
+	struct ripc_peer **pp = &CTX->peer_hash[b];
+
+	while (*pp && *pp != p)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = p->hnext;
+}
+
+/* Forget up to `want` unreferenced peers on transport tp (any if tp < 0),
+ * least recently used first.  Returns how many were forgotten. */
+static unsigned peers_evict(int tp, unsigned want)
+{
+	unsigned done = 0;
+
+	while (done < want) {
+		struct ripc_peer *victim = NULL;
+
+		for (unsigned b = 0; b < 256; b++)
+			for (struct ripc_peer *p = CTX->peer_hash[b]; p;
+			     p = p->hnext)
+				if (!p->refs && (tp < 0 || p->tp == tp) &&
+				    (!victim ||
+				     p->last_used_ns < victim->last_used_ns))
+					victim = p;
+		if (!victim)
+			break;
+		peer_unlink(victim);
+		if (!handle_shared(victim))
+			CTX->tp[victim->tp].ops->av_remove(
+				CTX->tp[victim->tp].p, victim->handle);
+		free(victim);
+		CTX->npeers--;
+		done++;
+	}
+	return done;
+}
+
 struct ripc_peer *ripc__peer_get(int tp, const void *addr, size_t len,
 				 uint64_t inc, int *err)
 {
 	unsigned b = peer_bucket(tp, addr, len);
 	struct ripc_tp *t = &CTX->tp[tp];
-	struct ripc_peer *p;
+	struct ripc_peer *p, *same_addr = NULL;
 	int ret;
 
 	*err = RIPC_OK;
@@ -43,27 +102,37 @@ struct ripc_peer *ripc__peer_get(int tp, const void *addr, size_t len,
 	for (p = CTX->peer_hash[b]; p; p = p->hnext) {
 		if (p->tp == tp && p->addrlen == len &&
 		    !memcmp(p->addr, addr, len)) {
-			if (p->inc != inc) {
-				/* Same address, new process: rxm reconnects
-				 * by itself; the incarnation tells them
-				 * apart on our side. */
-				p->inc = inc;
-				p->dead = false;
+			if (p->inc == inc) {
+				p->last_used_ns = ripc__now_ns();
+				return p;
 			}
-			return p;
+			same_addr = p;
 		}
+	}
+	if (CTX->npeers >= PEERS_MAX && !peers_evict(-1, 16)) {
+		ripc__log_rl(RIPC_LOG_WARN, "peer table full (%u)", PEERS_MAX);
+		*err = RIPC_ENOMEM;
+		return NULL;
 	}
 	p = calloc(1, sizeof(*p));
 	if (!p) {
 		*err = RIPC_ENOMEM;
 		return NULL;
 	}
-	ret = t->ops->av_insert(t->p, addr, len, &p->handle);
-	if (ret) {
-		free(p);
-		*err = ripc__err_from_errno(ret);
-		return NULL;
+	if (same_addr) {
+		p->handle = same_addr->handle;
+	} else {
+		ret = t->ops->av_insert(t->p, addr, len, &p->handle);
+		if (ret && peers_evict(tp, 8))
+			ret = t->ops->av_insert(t->p, addr, len, &p->handle);
+		if (ret) {
+			free(p);
+			*err = ripc__err_from_errno(ret);
+			return NULL;
+		}
 	}
+	p->last_used_ns = ripc__now_ns();
+	CTX->npeers++;
 	p->tp = (int8_t)tp;
 	p->inc = inc;
 	p->addrlen = (uint8_t)len;
@@ -84,6 +153,7 @@ void ripc__peers_fini(void)
 		}
 		CTX->peer_hash[b] = NULL;
 	}
+	CTX->npeers = 0;
 	for (unsigned i = 0; i <= RIPC_MAX_SERVICE_ID; i++) {
 		if (CTX->route[i]) {
 			free(CTX->route[i]->members);
@@ -121,6 +191,16 @@ void ripc__route_drop(uint16_t dest)
 		r->reg_version = 0; /* force a lookup next time */
 }
 
+/* Drop the route's references to its peers. */
+static void route_release(struct ripc_route *r)
+{
+	ripc__peer_put(r->peer);
+	r->peer = NULL;
+	for (unsigned i = 0; i < r->nmembers; i++)
+		ripc__peer_put(r->members[i]);
+	r->nmembers = 0;
+}
+
 static int route_fill_unicast(struct ripc_route *r,
 			      const struct ripc_reg_proc_info *owner)
 {
@@ -133,7 +213,8 @@ static int route_fill_unicast(struct ripc_route *r,
 			   owner->incarnation, &err);
 	if (!p)
 		return err;
-	r->peer = p;
+	route_release(r);
+	r->peer = ripc__peer_hold(p);
 	r->inc = owner->incarnation;
 	r->host_id = owner->host_id;
 	r->mcast = false;
@@ -146,6 +227,7 @@ static int route_fill_mcast(struct ripc_route *r,
 {
 	int k = 0, err;
 
+	route_release(r);
 	if (!r->members) {
 		r->members = calloc(MCAST_MAX, sizeof(*r->members));
 		r->member_inc = calloc(MCAST_MAX, sizeof(*r->member_inc));
@@ -162,8 +244,9 @@ static int route_fill_mcast(struct ripc_route *r,
 				   m[i].incarnation, &err);
 		if (!p)
 			continue;
-		r->members[k] = p;
+		r->members[k] = ripc__peer_hold(p);
 		r->member_inc[k] = m[i].incarnation;
+		r->nmembers = (uint16_t)(k + 1);
 		k++;
 	}
 	r->mcast = true;
@@ -189,8 +272,9 @@ static int route_lookup(uint16_t dest, struct ripc_route *r)
 			return RIPC_ENOMEM;
 		n = ripc__reg_lookup_mcast(dest, members, MCAST_MAX,
 					   &is_mcast);
-		err = is_mcast ? route_fill_mcast(r, members, n)
-			       : RIPC_ENOSERVICE;
+		/* A group with no live member is as good as unregistered. */
+		err = is_mcast && n > 0 ? route_fill_mcast(r, members, n)
+					: RIPC_ENOSERVICE;
 		free(members);
 	}
 	if (err == RIPC_OK) {

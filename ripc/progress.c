@@ -103,7 +103,6 @@ void ripc__timers(uint64_t now)
 			ripc__log_rl(RIPC_LOG_INFO, "pull timed out");
 			ripc__pull_abandon(p);
 			m->err = RIPC_EPULL;
-			CTX->stats.pulls_failed++;
 			ripc__msg_ready(CTX->svc[m->to], m);
 		}
 	}
@@ -144,7 +143,8 @@ int ripc__progress_locked(void)
 		if (t->rx_posted < CTX->cfg.rx_depth && !CTX->shutting_down)
 			ripc__replenish(t);
 	}
-	if (!ripc_list_empty(&CTX->readq))
+	if (!ripc_list_empty(&CTX->readq) ||
+	    !ripc_list_empty(&CTX->read_retry))
 		ripc__pull_post_reads();
 	if (now)
 		ripc__timers(now);

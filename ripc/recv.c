@@ -79,16 +79,32 @@ void ripc__msg_free(struct ripc_msg *m)
 	msg_release(m);
 }
 
-void ripc__msg_ready(struct ripc_service *svc, struct ripc_msg *m)
+/* ripc_get_fd's eventfd is readable exactly while messages wait. */
+static void queued_inc(void)
 {
-	m->ready = true;
-	svc->nready++;
 	if (CTX->queued_total++ == 0 && CTX->app_fd >= 0) {
 		uint64_t one = 1;
 
 		if (write(CTX->app_fd, &one, sizeof(one)) < 0)
 			ripc__log_rl(RIPC_LOG_WARN, "eventfd write failed");
 	}
+}
+
+void ripc__queued_dec(void)
+{
+	if (--CTX->queued_total == 0 && CTX->app_fd >= 0) {
+		uint64_t v;
+
+		if (read(CTX->app_fd, &v, sizeof(v)) < 0)
+			(void)0; /* already drained */
+	}
+}
+
+void ripc__msg_ready(struct ripc_service *svc, struct ripc_msg *m)
+{
+	m->ready = true;
+	svc->nready++;
+	queued_inc();
 	ripc__wake_waiters(svc);
 }
 
@@ -254,7 +270,7 @@ static void pull_start(struct ripc_peer *peer, const struct ripc_wire_in *in,
 		return;
 	}
 	p->msg = m;
-	p->peer = peer;
+	p->peer = ripc__peer_hold(peer);
 	p->cookie = in->cookie;
 	p->deadline = ripc__now_ns() + CTX->cfg.pull_timeout_ns;
 	p->n = m->nlong;
@@ -299,8 +315,8 @@ static void pull_finish(struct ripc_pull *p)
 	CTX->stats.bytes_pulled_long += bytes;
 	if (p->err)
 		CTX->stats.pulls_failed++;
-	if (!p->peer->dead)
-		ripc__send_done(p->peer, p->cookie, p->err ? RIPC_EPULL : 0);
+	ripc__send_done(p->peer, p->cookie, p->err ? RIPC_EPULL : 0);
+	ripc__peer_put(p->peer);
 	if (m) {
 		m->pull = NULL;
 		if (p->err)
@@ -331,11 +347,26 @@ void ripc__pull_abandon(struct ripc_pull *p)
 		pull_finish(p);
 }
 
+/* libfabric tcp drops a connection, failing everything queued on it,
+ * when any RMA on it faults (ref §3.2); rxm reconnects on the next use. */
+static bool connection_reset(int err)
+{
+	return err == -ECANCELED || err == -ENOTCONN || err == -EPIPE ||
+	       err == -ECONNRESET;
+}
+
 void ripc__pull_read_done(struct ripc_read_op *op, int err)
 {
 	struct ripc_pull *p = op->pull;
 
 	CTX->tp[op->tp].tx_inflight--;
+	if (err && connection_reset(err) && op->retries == 0 && p->msg &&
+	    !p->err && !CTX->shutting_down) {
+		/* Once: the chunk is posted again by pull_post_reads. */
+		op->retries++;
+		ripc_list_add_tail(&CTX->read_retry, &op->retry);
+		return;
+	}
 	p->chunks_out--;
 	if (err) {
 		if (!p->err)
@@ -358,9 +389,46 @@ static bool pull_all_posted(const struct ripc_pull *p)
 	return true;
 }
 
+static void repost_retries(void)
+{
+	struct ripc_list *pos, *tmp;
+
+	ripc_list_for_each_safe(pos, tmp, &CTX->read_retry)
+	{
+		struct ripc_read_op *op =
+			ripc_container_of(pos, struct ripc_read_op, retry);
+		struct ripc_pull *p = op->pull;
+		struct ripc_pull_item *it = &p->item[op->item];
+		struct ripc_tp *t = &CTX->tp[op->tp];
+		int ret;
+
+		if (p->err || !p->msg) {
+			ret = -ECANCELED; /* given up meanwhile */
+		} else {
+			ret = t->ops->read(t->p, p->peer->handle,
+					   it->dst + op->off, op->len, it->desc,
+					   it->raddr + op->off, it->key,
+					   &op->op);
+			if (ret == -EAGAIN)
+				return; /* keep order; try later */
+		}
+		ripc_list_del(&op->retry);
+		if (ret) {
+			/* Count it as the failure of its chunk. */
+			t->tx_inflight++;
+			ripc__pull_read_done(op, ret);
+			continue;
+		}
+		t->tx_inflight++;
+	}
+}
+
 void ripc__pull_post_reads(void)
 {
 	struct ripc_list *pos, *tmp;
+
+	if (!ripc_list_empty(&CTX->read_retry))
+		repost_retries();
 
 	ripc_list_for_each_safe(pos, tmp, &CTX->readq)
 	{
@@ -460,14 +528,12 @@ static void handle_long(struct ripc_tp *t, const struct ripc_wire_in *in)
 
 static void handle_return(struct ripc_tp *t, const struct ripc_wire_in *in)
 {
-	struct ripc_service *svc = accepting_service(in);
+	struct ripc_service *svc;
 	struct ripc_peer *peer = NULL;
 	struct ripc_msg *m;
 	uint16_t pos[RIPC_MAX_ITEMS];
 	int err;
 
-	if (!svc)
-		return;
 	if (in->nlong) {
 		if (in->addr_tp != t->id) {
 			CTX->stats.drops_malformed++;
@@ -477,6 +543,12 @@ static void handle_return(struct ripc_tp *t, const struct ripc_wire_in *in)
 				      in->src_inc, &err);
 		if (!peer)
 			return;
+	}
+	if (!(svc = accepting_service(in))) {
+		/* The replier may release what it exposed for pulling. */
+		if (peer)
+			send_nack(peer, in, RIPC_ENOSERVICE);
+		return;
 	}
 	if (!(m = msg_alloc()))
 		return;
@@ -615,12 +687,7 @@ static struct ripc_msg *take_ready(struct ripc_service *svc)
 		ripc_list_del(&m->link);
 		svc->qlen--;
 		svc->nready--;
-		if (--CTX->queued_total == 0 && CTX->app_fd >= 0) {
-			uint64_t v;
-
-			if (read(CTX->app_fd, &v, sizeof(v)) < 0)
-				(void)0; /* already drained */
-		}
+		ripc__queued_dec();
 		return m;
 	}
 	return NULL;
@@ -834,7 +901,7 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 			ripc_list_add_tail(svc->queue.next, &m->link);
 			svc->qlen++;
 			svc->nready++;
-			CTX->queued_total++;
+			queued_inc();
 		} else {
 			ripc__msg_free(m);
 		}

@@ -91,6 +91,7 @@ static void offer_free(struct ripc_offer *o)
 			CTX->stats.deregistrations++;
 		}
 	ripc_list_del(&o->link);
+	ripc__peer_put(o->peer);
 	noffers--;
 	free(o);
 }
@@ -120,12 +121,11 @@ int ripc__retbuf_offer(struct ripc_peer *peer, uint64_t inc, uint16_t src,
 		free(o);
 		return err;
 	}
-	o->peer = peer;
+	o->peer = ripc__peer_hold(peer);
 	o->peer_inc = inc;
 	o->owner_svc = src;
 	o->peer_svc = dest;
-	o->deadline = ripc__now_ns() +
-		      ripc__ms_ns(ripc__env_int(RIPC_ENV_RETURN_TIMEOUT_MS));
+	o->deadline = ripc__now_ns() + ripc__ms_ns(CTX->cfg.return_timeout_ms);
 	o->n = nr;
 	for (unsigned i = 0; i < nr; i++) {
 		o->b[i].buf = rbufs[i];
@@ -204,7 +204,6 @@ bool ripc__retbuf_on_return(const struct ripc_wire_in *in,
 		msg->long_ptr[pos] = b[i]->buf;
 		msg->long_len[pos] = in->ret_desc[i].len;
 		msg->long_origin[pos] = RIPC_ORIGIN_RETBUF;
-		CTX->stats.bytes_return_written += in->ret_desc[i].len;
 	}
 	/* One reply per offer: revoke every offer it used. */
 	for (unsigned i = 0; i < in->nret; i++) {
@@ -306,9 +305,9 @@ void ripc__retbuf_on_offers(const struct ripc_wire_in *in)
 	g->owner_inc = in->src_inc;
 	g->owner_svc = in->src;
 	g->to_svc = in->dst;
-	g->usable_until =
-		ripc__now_ns() +
-		ripc__ms_ns(ripc__env_int(RIPC_ENV_RETURN_TIMEOUT_MS)) / 2;
+	/* The owner says how long we may use them (half its own revocation
+	 * timeout, so that a write never races the revocation). */
+	g->usable_until = ripc__now_ns() + ripc__ms_ns(in->status);
 	g->n = in->nret;
 	for (unsigned i = 0; i < in->nret; i++) {
 		g->b[i].addr = in->ret_desc[i].addr;
@@ -336,27 +335,25 @@ void ripc__retbuf_forget(uint64_t owner_inc, uint16_t owner_svc,
 	}
 }
 
-void ripc__retbuf_forget_peer(uint64_t inc)
-{
-	struct ripc_list *pos, *tmp;
-
-	ripc_list_for_each_safe(pos, tmp, &grants)
-	{
-		struct ripc_grant *g =
-			ripc_container_of(pos, struct ripc_grant, link);
-
-		if (g->owner_inc == inc)
-			grant_free(g);
-	}
-}
-
 static void reply_free(struct ripc_reply *r)
 {
 	for (unsigned i = 0; i < RIPC_MAX_ITEMS; i++)
 		if (r->lreg[i])
 			ripc__lreg_del(r->lreg[i]);
 	ripc_list_del(&r->link);
+	ripc__peer_put(r->peer);
 	free(r);
+}
+
+/* An lsend that never went on the list (reply failed before sending). */
+static void reply_drop_ls(struct ripc_lsend *ls)
+{
+	struct ripc_tp *t = &CTX->tp[ls->peer->tp];
+
+	for (unsigned i = 0; i < ls->n; i++)
+		t->ops->mr_close(t->p, &ls->mr[i]);
+	ripc__peer_put(ls->peer);
+	free(ls);
 }
 
 static void reply_send(struct ripc_reply *r)
@@ -414,11 +411,7 @@ static void reply_put(struct ripc_reply *r, int err)
 		/* The owner cannot trust partial data; it gets nothing and
 		 * its offer times out. */
 		if (r->ls) {
-			struct ripc_tp *t = &CTX->tp[r->ls->peer->tp];
-
-			for (unsigned i = 0; i < r->ls->n; i++)
-				t->ops->mr_close(t->p, &r->ls->mr[i]);
-			free(r->ls);
+			reply_drop_ls(r->ls);
 			r->ls = NULL;
 		}
 	} else {
@@ -524,7 +517,7 @@ int ripc__retbuf_reply(struct ripc_peer *peer, uint64_t inc, uint16_t src,
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return RIPC_ENOMEM;
-	r->peer = peer;
+	r->peer = ripc__peer_hold(peer);
 	r->inc = inc;
 	r->src = src;
 	r->dest = dest;
@@ -563,7 +556,7 @@ int ripc__retbuf_reply(struct ripc_peer *peer, uint64_t inc, uint16_t src,
 			ls->len[i] = plen[i];
 		}
 		ripc_list_init(&ls->link);
-		ls->peer = peer;
+		ls->peer = ripc__peer_hold(peer);
 		ls->peer_inc = inc;
 		ls->n = r->npull;
 		r->ls = ls;
@@ -663,13 +656,8 @@ void ripc__retbuf_fini(void)
 		struct ripc_reply *r =
 			ripc_container_of(pos, struct ripc_reply, link);
 
-		if (r->ls) {
-			struct ripc_tp *t = &CTX->tp[r->ls->peer->tp];
-
-			for (unsigned i = 0; i < r->ls->n; i++)
-				t->ops->mr_close(t->p, &r->ls->mr[i]);
-			free(r->ls);
-		}
+		if (r->ls)
+			reply_drop_ls(r->ls);
 		reply_free(r);
 	}
 	noffers = ngrants = 0;

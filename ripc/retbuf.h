@@ -16,6 +16,15 @@ struct ripc_write_op {
 	int8_t tp;
 };
 
+/* How long (ms) a peer may use an offer: the owner's revocation timeout
+ * halved, carried in the offering message's status field. */
+static inline uint32_t ripc__retbuf_lifetime_ms(void)
+{
+	uint64_t ms = CTX->cfg.return_timeout_ms / 2;
+
+	return ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
+}
+
 /* Owner: register rbufs write-only for `peer` and describe them. */
 int ripc__retbuf_offer(struct ripc_peer *peer, uint64_t inc, uint16_t src,
 		       uint16_t dest, void **rbufs, const uint32_t *rlens,
@@ -40,7 +49,6 @@ bool ripc__retbuf_on_return(const struct ripc_wire_in *m,
 void ripc__retbuf_write_done(struct ripc_write_op *op, int err);
 void ripc__retbuf_timers(uint64_t now);
 bool ripc__retbuf_pending(void);
-void ripc__retbuf_forget_peer(uint64_t inc);
 /* The owner cancelled what it offered to to_svc. */
 void ripc__retbuf_forget(uint64_t owner_inc, uint16_t owner_svc,
 			 uint16_t to_svc);

@@ -144,8 +144,9 @@ struct ripc_peer {
 	struct ripc_peer *hnext; /* hash chain by (tp, address) */
 	uint64_t inc;            /* the process's incarnation */
 	uint64_t handle;         /* transport peer handle */
+	uint64_t last_used_ns;
+	uint32_t refs;           /* routes, sends, pulls, offers using it */
 	int8_t tp;
-	bool dead;
 	uint8_t addrlen;
 	uint8_t addr[RIPC_ADDR_MAX];
 };
@@ -229,6 +230,8 @@ struct ripc_read_op {
 	uint64_t off;
 	uint64_t len;
 	int8_t tp;
+	uint8_t retries;
+	struct ripc_list retry; /* in ctx.read_retry while waiting */
 };
 
 /* A long send of this process whose buffers are exposed. */
@@ -278,6 +281,7 @@ struct ripc_ctx {
 	unsigned nsvc;
 
 	struct ripc_peer *peer_hash[256];
+	unsigned npeers;
 
 	/* memory */
 	struct ripc_list lregs;   /* struct ripc_lreg */
@@ -290,6 +294,7 @@ struct ripc_ctx {
 	struct ripc_list lsends;  /* struct ripc_lsend */
 	struct ripc_list pulls;   /* struct ripc_pull */
 	struct ripc_list readq;   /* pulls with chunks left to post */
+	struct ripc_list read_retry; /* read chunks to post again */
 	uint64_t pull_mem;        /* library bytes allocated by pulls */
 
 	/* progress */
@@ -308,6 +313,7 @@ struct ripc_ctx {
 		uint64_t resolve_timeout_ns, send_timeout_ns, long_timeout_ns,
 			pull_timeout_ns, spin_ns, poll_interval_us;
 		unsigned rx_depth, queue_max;
+		uint64_t return_timeout_ms;
 		uint64_t pull_mem_max, read_chunk;
 		bool manual_progress;
 	} cfg;
@@ -348,6 +354,16 @@ int ripc__key_new(struct ripc_tp *t, uint64_t *key);
 struct ripc_peer *ripc__peer_get(int tp, const void *addr, size_t len,
 				 uint64_t inc, int *err);
 void ripc__peers_fini(void);
+static inline struct ripc_peer *ripc__peer_hold(struct ripc_peer *p)
+{
+	p->refs++;
+	return p;
+}
+static inline void ripc__peer_put(struct ripc_peer *p)
+{
+	if (p)
+		p->refs--;
+}
 int ripc__resolve(uint16_t dest, struct ripc_route **out, uint64_t deadline);
 void ripc__route_drop(uint16_t dest);
 int ripc__pick_tp(const struct ripc_reg_proc_info *owner);
@@ -371,6 +387,7 @@ void ripc__dispatch(struct ripc_tp *t, struct ripc_slot *s, size_t len);
 void ripc__pull_read_done(struct ripc_read_op *op, int err);
 void ripc__pull_post_reads(void);
 void ripc__msg_ready(struct ripc_service *svc, struct ripc_msg *m);
+void ripc__queued_dec(void);
 void ripc__msg_free(struct ripc_msg *m);
 void ripc__pull_abandon(struct ripc_pull *p);
 

@@ -124,6 +124,7 @@ void ripc__lsend_release(struct ripc_lsend *ls, bool timed_out)
 		if (ls->mr[i].handle)
 			t->ops->mr_close(t->p, &ls->mr[i]);
 	ripc_list_del(&ls->link);
+	ripc__peer_put(ls->peer);
 	if (timed_out)
 		CTX->stats.long_timeouts++;
 	else
@@ -135,15 +136,21 @@ void ripc__lsend_release(struct ripc_lsend *ls, bool timed_out)
 /* Common front half of both sends: arguments, ownership, resolution. */
 static int send_prepare(uint16_t src, uint16_t dest, void **buf,
 			uint32_t *length, uint16_t n, void **rbufs,
-			uint32_t *rlens, uint16_t nr, uint64_t *total,
-			struct ripc_route **route)
+			uint32_t *rlens, uint16_t nr, bool is_long,
+			uint64_t *total, struct ripc_route **route)
 {
 	int err;
 
+	/* Every argument is checked before anything happens, so a bad call
+	 * fails at once whatever the state of the destination. */
 	if (src > RIPC_MAX_SERVICE_ID || dest > RIPC_MAX_SERVICE_ID)
 		return RIPC_EBADID;
 	if ((err = check_items(buf, length, n, RIPC_MAX_ITEMS, total)))
 		return err;
+	if (is_long && n == 0)
+		return RIPC_EINVAL;
+	if (!is_long && *total > RIPC_SHORT_MAX)
+		return RIPC_E2BIG;
 	if ((err = check_items(rbufs, rlens, nr, RIPC_MAX_RETURN_BUFS, NULL)))
 		return err;
 	if ((err = ripc__ensure_init()))
@@ -192,6 +199,7 @@ static int short_to(struct ripc_peer *peer, uint64_t inc, uint16_t src,
 			return err;
 		m.nret = nr;
 		m.ret_desc = rdesc;
+		m.status = ripc__retbuf_lifetime_ms();
 	}
 	err = ripc__send_msg(peer, &m,
 			     ripc__now_ns() + CTX->cfg.send_timeout_ns);
@@ -211,13 +219,10 @@ RIPC_API uint8_t ripc_send_short(uint16_t src, uint16_t dest, void **buf,
 	int err;
 
 	err = send_prepare(src, dest, buf, length, num_items, return_bufs,
-			   return_buf_lengths, num_return_bufs, &total, &r);
+			   return_buf_lengths, num_return_bufs, false, &total,
+			   &r);
 	if (err)
 		return (uint8_t)ripc__set_err(err);
-	if (total > RIPC_SHORT_MAX) {
-		ripc__unlock();
-		return (uint8_t)ripc__set_err(RIPC_E2BIG);
-	}
 	if (r->mcast) {
 		/* Every current member gets its own copy; a member that
 		 * cannot be reached does not stop the others.  Return
@@ -234,8 +239,10 @@ RIPC_API uint8_t ripc_send_short(uint16_t src, uint16_t dest, void **buf,
 		}
 		if (!err && r->nmembers && !ok)
 			err = RIPC_EPEER;
-		if (!err)
+		if (!err) {
 			CTX->stats.short_sent += ok;
+			CTX->stats.bytes_sent_short += ok * total;
+		}
 	} else {
 		err = short_to(r->peer, r->inc, src, dest, buf, length,
 			       num_items, return_bufs, return_buf_lengths,
@@ -307,7 +314,7 @@ static int long_to(struct ripc_peer *peer, uint64_t inc, uint16_t src,
 		free(ls);
 		return err;
 	}
-	ls->peer = peer;
+	ls->peer = ripc__peer_hold(peer);
 	ls->peer_inc = inc;
 	ls->n = n;
 	for (unsigned i = 0; i < n; i++) {
@@ -333,6 +340,7 @@ static int long_to(struct ripc_peer *peer, uint64_t inc, uint16_t src,
 			.long_desc = desc,
 			.nret = nr,
 			.ret_desc = rdesc,
+			.status = nr ? ripc__retbuf_lifetime_ms() : 0,
 			.addr_tp = (uint8_t)t->id,
 			.addr_len = (uint8_t)t->addrlen,
 			.addr = t->addr,
@@ -354,6 +362,7 @@ static int long_to(struct ripc_peer *peer, uint64_t inc, uint16_t src,
 fail:
 	for (unsigned i = 0; i < n; i++)
 		t->ops->mr_close(t->p, &ls->mr[i]);
+	ripc__peer_put(ls->peer);
 	free(ls);
 	return err;
 }
@@ -369,13 +378,10 @@ RIPC_API uint8_t ripc_send_long(uint16_t src, uint16_t dest, void **buf,
 	int err;
 
 	err = send_prepare(src, dest, buf, length, num_items, return_bufs,
-			   return_buf_lengths, num_return_bufs, &total, &r);
+			   return_buf_lengths, num_return_bufs, true, &total,
+			   &r);
 	if (err)
 		return (uint8_t)ripc__set_err(err);
-	if (num_items == 0) {
-		ripc__unlock();
-		return (uint8_t)ripc__set_err(RIPC_EINVAL);
-	}
 	if (r->mcast) {
 		unsigned ok = 0;
 
@@ -388,8 +394,10 @@ RIPC_API uint8_t ripc_send_long(uint16_t src, uint16_t dest, void **buf,
 				ok++;
 		if (!err && r->nmembers && !ok)
 			err = RIPC_EPEER;
-		if (!err)
+		if (!err) {
 			CTX->stats.long_sent += ok;
+			CTX->stats.bytes_exposed_long += ok * total;
+		}
 	} else {
 		/* A peer that offered us return buffers gets the items
 		 * written straight into them where they fit. */

@@ -107,8 +107,10 @@ RIPC_API uint16_t ripc_register_random_service_id(void)
 		uint32_t r;
 		uint16_t id;
 
-		if (ripc__random(&r, sizeof(r)))
+		if (ripc__random(&r, sizeof(r))) {
+			err = RIPC_ETRANSPORT;
 			break;
+		}
 		id = (uint16_t)(RANDOM_ID_MIN +
 				r % (RIPC_MAX_SERVICE_ID + 1 - RANDOM_ID_MIN));
 		err = do_register(id, false);
@@ -146,7 +148,7 @@ RIPC_API uint8_t ripc_unregister_service_id(int service_id)
 
 		ripc_list_del(&m->link);
 		if (m->ready)
-			CTX->queued_total--;
+			ripc__queued_dec();
 		ripc__msg_free(m);
 	}
 	ripc__windows_drop_service((uint16_t)service_id);

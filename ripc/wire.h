@@ -25,7 +25,7 @@
 #include "ripc.h"
 #include "ripc_prov.h"
 
-#define RIPC_WIRE_MAGIC 0x5249u /* "RI" as little-endian u16 */
+#define RIPC_WIRE_MAGIC 0x5249u /* u16 0x5249: bytes 0x49 0x52 ("IR") */
 #define RIPC_WIRE_VERSION 1
 #define RIPC_WIRE_HDR 48
 #define RIPC_WIRE_DESC 24

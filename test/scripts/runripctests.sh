@@ -49,7 +49,7 @@ tests=(
 	"ripc_window|"
 	"ripc_window|-x nolib"
 	"ripc_mcast|"
-	#"ripc_hostile|"
+	"ripc_hostile|"
 )
 
 export FI_TCP_IFACE=${FI_TCP_IFACE:-lo}
