@@ -1,5 +1,6 @@
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -53,6 +54,18 @@ const struct ripc_env_var ripc__env_table[RIPC_ENV_COUNT] = {
 		"Largest single RDMA read a pull posts." },
 	[RIPC_ENV_RETURN_TIMEOUT_MS] = { "RIPC_RETURN_TIMEOUT_MS", "30000",
 		"How long offered return buffers stay exposed if unused." },
+	[RIPC_ENV_RESOLVER] = { "RIPC_RESOLVER", "1",
+		"0: resolve only through the host registry (no UDP multicast)." },
+	[RIPC_ENV_RESOLVER_GROUP] = { "RIPC_RESOLVER_GROUP", "239.255.82.73",
+		"IPv4 multicast group of the resolver." },
+	[RIPC_ENV_RESOLVER_PORT] = { "RIPC_RESOLVER_PORT", "47473",
+		"UDP port of the resolver's multicast group." },
+	[RIPC_ENV_RESOLVER_ADDR] = { "RIPC_RESOLVER_ADDR", "",
+		"Address of the interface the resolver uses. Empty: "
+		"RIPC_TCP_ADDR." },
+	[RIPC_ENV_RESOLVER_TTL_MS] = { "RIPC_RESOLVER_TTL_MS", "5000",
+		"Age after which a cached remote resolution is refreshed; "
+		"unanswered, it is dropped at twice this age." },
 	[RIPC_ENV_TEST_MR_BITS] = { "RIPC_TEST_MR_BITS", "",
 		"Testing: behave as if the provider required these memory "
 		"registration modes (local,prov_key,key32)." },
@@ -71,23 +84,26 @@ static int parse_int(const char *s, int64_t *out)
 	char *end;
 	long long v;
 
+	long long mult = 1;
+
 	errno = 0;
 	v = strtoll(s, &end, 10); /* decimal: "010" is ten */
 	if (errno || end == s)
 		return -1;
 	switch (tolower((unsigned char)*end)) {
 	case 'k':
-		v *= 1024LL, end++;
+		mult = 1024LL, end++;
 		break;
 	case 'm':
-		v *= 1024LL * 1024, end++;
+		mult = 1024LL * 1024, end++;
 		break;
 	case 'g':
-		v *= 1024LL * 1024 * 1024, end++;
+		mult = 1024LL * 1024 * 1024, end++;
 		break;
 	}
-	if (*end)
-		return -1;
+	if (*end || v > LLONG_MAX / mult || v < LLONG_MIN / mult)
+		return -1; /* trailing junk, or it would overflow */
+	v *= mult;
 	*out = v;
 	return 0;
 }

@@ -8,6 +8,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "resolver.h"
 #include "retbuf.h"
 #include "ripc_int.h"
 
@@ -212,10 +213,13 @@ static int init_locked(void)
 		err = RIPC_EREGISTRY;
 		goto fail;
 	}
+	if ((err = ripc__resolver_open()))
+		goto fail;
 	if (!CTX->cfg.manual_progress && (err = ripc__thread_start()))
 		goto fail;
 	return RIPC_OK;
 fail:
+	ripc__resolver_close();
 	ripc__reg_detach();
 	ripc__reg_close();
 	/* MRs before their domain; slots after the endpoints are closed. */
@@ -279,7 +283,12 @@ RIPC_API void ripc_finalize(void)
 	ripc__thread_stop();
 
 	ripc__lock();
-	/* Withdraw from the registry first so nobody resolves us. */
+	/* Withdraw first so nobody resolves us; tell other hosts. */
+	for (unsigned i = 0; i <= RIPC_MAX_SERVICE_ID; i++)
+		if (CTX->svc[i])
+			ripc__resolver_announce((uint16_t)i, false,
+						CTX->svc[i]->mcast);
+	ripc__resolver_close();
 	ripc__reg_detach();
 	ripc__reg_close();
 	/* Registrations exposed to peers are revoked before the endpoints

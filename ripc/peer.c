@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "resolver.h"
 #include "ripc_int.h"
 
 #define ROUTE_RECHECK_NS 1000000000ull
@@ -189,6 +190,8 @@ void ripc__route_drop(uint16_t dest)
 
 	if (r)
 		r->reg_version = 0; /* force a lookup next time */
+	/* What another host told us about it proved wrong: ask again. */
+	ripc__resolver_forget(dest);
 }
 
 /* Drop the route's references to its peers. */
@@ -256,32 +259,72 @@ static int route_fill_mcast(struct ripc_route *r,
 }
 
 /* One registry lookup; RIPC_ENOSERVICE when nobody holds the ID. */
+/* Members of a group: the host registry's and the resolver's, each
+ * process once. */
+static int merge_members(struct ripc_reg_proc_info *m, int n,
+			 const struct ripc_reg_proc_info *more, int nmore)
+{
+	for (int i = 0; i < nmore && n < MCAST_MAX; i++) {
+		bool dup = false;
+
+		for (int k = 0; k < n && !dup; k++)
+			dup = m[k].incarnation == more[i].incarnation;
+		if (!dup)
+			m[n++] = more[i];
+	}
+	return n;
+}
+
+/* One lookup: the host registry first, then what the resolver knows about
+ * other hosts.  RIPC_ENOSERVICE when neither knows the ID (a query is
+ * then on its way). */
 static int route_lookup(uint16_t dest, struct ripc_route *r)
 {
-	struct ripc_reg_proc_info owner, *members;
+	struct ripc_reg_proc_info owner, *members, *remote;
 	uint64_t version = ripc__reg_version();
-	bool is_mcast;
-	int n, err;
+	uint64_t rversion = ripc__resolver_version();
+	bool is_mcast, rmcast = false;
+	int n, nr, err;
 
 	CTX->stats.resolutions++;
 	if (ripc__reg_lookup(dest, &owner) == 0) {
 		err = route_fill_unicast(r, &owner);
-	} else {
-		members = calloc(MCAST_MAX, sizeof(*members));
-		if (!members)
-			return RIPC_ENOMEM;
-		n = ripc__reg_lookup_mcast(dest, members, MCAST_MAX,
-					   &is_mcast);
-		/* A group with no live member is as good as unregistered. */
-		err = is_mcast && n > 0 ? route_fill_mcast(r, members, n)
-					: RIPC_ENOSERVICE;
-		free(members);
+		goto out;
 	}
+	members = calloc(2 * MCAST_MAX, sizeof(*members));
+	if (!members)
+		return RIPC_ENOMEM;
+	remote = members + MCAST_MAX;
+	n = ripc__reg_lookup_mcast(dest, members, MCAST_MAX, &is_mcast);
+	nr = ripc__resolver_lookup(dest, remote, MCAST_MAX, &rmcast);
+	if (is_mcast || (nr && rmcast)) {
+		n = merge_members(members, is_mcast ? n : 0, remote,
+				  rmcast ? nr : 0);
+		/* A group with no live member is as good as unregistered. */
+		err = n > 0 ? route_fill_mcast(r, members, n)
+			    : RIPC_ENOSERVICE;
+	} else if (nr) {
+		err = route_fill_unicast(r, &remote[0]);
+	} else {
+		err = RIPC_ENOSERVICE;
+	}
+	free(members);
+	if (err == RIPC_ENOSERVICE)
+		ripc__resolver_query(dest);
+out:
 	if (err == RIPC_OK) {
 		r->reg_version = version;
+		r->res_version = rversion;
 		r->verified_ns = ripc__now_ns();
 	}
 	return err;
+}
+
+/* Is the cached route still what a lookup would give? */
+bool ripc__route_current(const struct ripc_route *r)
+{
+	return r->reg_version && r->reg_version == ripc__reg_version() &&
+	       r->res_version == ripc__resolver_version();
 }
 
 int ripc__resolve(uint16_t dest, struct ripc_route **out, uint64_t deadline)
@@ -290,7 +333,7 @@ int ripc__resolve(uint16_t dest, struct ripc_route **out, uint64_t deadline)
 	uint64_t now;
 	int err;
 
-	if (r && r->reg_version && r->reg_version == ripc__reg_version()) {
+	if (r && ripc__route_current(r)) {
 		now = ripc__now_ns();
 		if (now - r->verified_ns < ROUTE_RECHECK_NS) {
 			*out = r;
@@ -311,10 +354,11 @@ int ripc__resolve(uint16_t dest, struct ripc_route **out, uint64_t deadline)
 		if (ripc__now_ns() >= deadline)
 			break;
 		/* Not registered (yet): let others use the library while we
-		 * wait for the registry to change. */
+		 * wait for the registry to change or an answer to come. */
 		ripc__unlock();
 		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
 		ripc__lock();
+		ripc__resolver_input();
 		if (CTX->shutting_down)
 			return RIPC_ESHUTDOWN;
 		r = CTX->route[dest];

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "resolver.h"
 #include "retbuf.h"
 #include "ripc_int.h"
 
@@ -107,6 +108,7 @@ void ripc__timers(uint64_t now)
 		}
 	}
 	ripc__retbuf_timers(now);
+	ripc__resolver_timers(now);
 }
 
 int ripc__progress_locked(void)
@@ -146,8 +148,15 @@ int ripc__progress_locked(void)
 	if (!ripc_list_empty(&CTX->readq) ||
 	    !ripc_list_empty(&CTX->read_retry))
 		ripc__pull_post_reads();
-	if (now)
+	if (now) {
+		/* Resolver datagrams are rare: look every millisecond. */
+		if (ripc__resolver_enabled() &&
+		    now - CTX->last_resolver_ns > 1000000) {
+			CTX->last_resolver_ns = now;
+			total += ripc__resolver_input();
+		}
 		ripc__timers(now);
+	}
 	return total;
 }
 
@@ -183,7 +192,7 @@ static bool work_pending(void)
 
 static void *progress_main(void *arg)
 {
-	struct pollfd pfd[RIPC_PROV_MAX + 1];
+	struct pollfd pfd[RIPC_PROV_MAX + 3];
 	unsigned fruitless = 0;
 
 	(void)arg;
@@ -224,6 +233,12 @@ static void *progress_main(void *arg)
 			pfd[nfd++] = (struct pollfd){ .fd = t->attr.wait_fd,
 						      .events = POLLIN };
 		}
+		for (int k = 0; k < 2; k++)
+			if (ripc__resolver_fd(k) >= 0)
+				pfd[nfd++] = (struct pollfd){
+					.fd = ripc__resolver_fd(k),
+					.events = POLLIN
+				};
 		wait_us = work_pending() ? 10000 : 100000;
 		bool app_active =
 			ripc__now_ns() - CTX->app_active_ns < APP_ACTIVE_NS;
@@ -257,6 +272,15 @@ static void *progress_main(void *arg)
 
 			if (read(CTX->wake_fd, &v, sizeof(v)) < 0)
 				(void)0;
+		}
+		for (unsigned k = 1; k < nfd; k++) {
+			if (pfd[k].revents && (pfd[k].fd == ripc__resolver_fd(0) ||
+					       pfd[k].fd == ripc__resolver_fd(1))) {
+				ripc__lock();
+				ripc__resolver_input();
+				ripc__unlock();
+				break;
+			}
 		}
 	}
 	return NULL;

@@ -36,7 +36,10 @@ static struct ripc_msg *msg_alloc(void)
 		if (!m)
 			return NULL;
 	}
+	/* The item arrays are filled as far as the counts say; everything
+	 * else must start zeroed (a recycled record holds old values). */
 	memset(m, 0, offsetof(struct ripc_msg, short_ptr));
+	m->pull = NULL;
 	ripc_list_init(&m->link);
 	return m;
 }

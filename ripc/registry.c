@@ -115,6 +115,8 @@ static void bump(void)
 	__atomic_add_fetch(&hdr()->version, 1, __ATOMIC_RELEASE);
 }
 
+/* Start time of a process (0 if it does not exist or is a zombie: a dead
+ * process its parent has not waited for yet still has a pid). */
 uint64_t ripc__proc_starttime(pid_t pid)
 {
 	char path[64], buf[1024], *p;
@@ -134,8 +136,8 @@ uint64_t ripc__proc_starttime(pid_t pid)
 	/* The command name may contain anything; fields resume after the
 	 * last ')'.  starttime is field 22, i.e. the 20th after it. */
 	p = strrchr(buf, ')');
-	if (!p)
-		return 0;
+	if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X' || p[2] == 'x')
+		return 0; /* field 3, the state: zombie or dead */
 	for (int field = 2; field < 22 && p; field++)
 		p = strchr(p + 1, ' ');
 	if (!p || sscanf(p + 1, "%llu", &start) != 1)
@@ -317,11 +319,42 @@ static int svc_owner(uint16_t id)
 	return (int)o - 1;
 }
 
+/* A process killed without closing its libfabric shm endpoint leaves a
+ * 16 MiB region file behind (ref §2).  Its name follows "fi_shm://" in the
+ * published address; remove it if it is exactly "<pid>:<n>:<n>" for the
+ * dead pid and is a regular file of ours, nothing else. */
+static void remove_shm_region(const struct reg_proc *p)
+{
+	const struct ripc_reg_addr *a = &p->addr[RIPC_PROV_SHM];
+	char name[RIPC_ADDR_MAX + 1], path[RIPC_ADDR_MAX + 16];
+	const char *prefix = "fi_shm://";
+	unsigned pid, x, y;
+	struct stat st;
+	int used = 0;
+
+	if (a->len == 0 || a->len > RIPC_ADDR_MAX)
+		return;
+	memcpy(name, a->addr, a->len);
+	name[a->len] = 0;
+	if (strncmp(name, prefix, strlen(prefix)))
+		return;
+	if (sscanf(name + strlen(prefix), "%u:%u:%u%n", &pid, &x, &y, &used) !=
+		    3 ||
+	    name[strlen(prefix) + used] || (int)pid != p->pid)
+		return;
+	snprintf(path, sizeof(path), "/dev/shm/%s", name + strlen(prefix));
+	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_uid == geteuid())
+		unlink(path);
+}
+
 /* Clear a dead process's record and its unicast services.  LOCK_EX held. */
 static void reap(unsigned slot)
 {
 	struct reg_proc *p = proc_at(slot);
 
+	if (p->state == PROC_LIVE && p->pid != getpid())
+		remove_shm_region(p);
 	for (unsigned id = 0; id < REG_NSVC; id++) {
 		struct reg_svc *s = svc_at(id);
 
@@ -382,6 +415,8 @@ int ripc__reg_claim(uint16_t id)
 	struct reg_svc *s;
 	int ret = 0, owner;
 
+	if (id > RIPC_MAX_SERVICE_ID)
+		return -EINVAL;
 	if (!reg.map || reg.self < 0)
 		return -EBADF;
 	lock(LOCK_EX);
@@ -403,6 +438,12 @@ int ripc__reg_claim(uint16_t id)
 			ret = -EEXIST;
 	} else if (owner >= 0) {
 		ret = -EEXIST;
+	} else if (s->owner && s->owner <= RIPC_REG_MAX_PROCS &&
+		   s->owner != (uint32_t)reg.self + 1 &&
+		   proc_at(s->owner - 1)->state == PROC_LIVE &&
+		   !proc_live(proc_at(s->owner - 1))) {
+		/* Its owner died: clear everything it left. */
+		reap(s->owner - 1);
 	}
 	if (!ret) {
 		s->owner = (uint32_t)reg.self + 1;
@@ -420,6 +461,8 @@ int ripc__reg_join(uint16_t id)
 	struct reg_svc *s;
 	int ret = 0;
 
+	if (id > RIPC_MAX_SERVICE_ID)
+		return -EINVAL;
 	if (!reg.map || reg.self < 0)
 		return -EBADF;
 	lock(LOCK_EX);
@@ -450,6 +493,8 @@ int ripc__reg_release(uint16_t id)
 	struct reg_svc *s;
 	int ret = -ENOENT;
 
+	if (id > RIPC_MAX_SERVICE_ID)
+		return -EINVAL;
 	if (!reg.map || reg.self < 0)
 		return -EBADF;
 	lock(LOCK_EX);

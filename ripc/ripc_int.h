@@ -154,6 +154,7 @@ struct ripc_peer {
 /* Cached resolution of a remote service ID. */
 struct ripc_route {
 	uint64_t reg_version; /* registry version it was made at */
+	uint64_t res_version; /* resolver cache version it was made at */
 	struct ripc_peer *peer;
 	uint64_t inc;
 	uint64_t host_id;
@@ -307,6 +308,7 @@ struct ripc_ctx {
 	uint64_t app_active_ns;   /* last time an app thread was in a call */
 	uint64_t next_timer_ns;   /* next timeout scan */
 	unsigned poll_calls;
+	uint64_t last_resolver_ns;
 
 	/* configuration */
 	struct {
@@ -366,6 +368,7 @@ static inline void ripc__peer_put(struct ripc_peer *p)
 }
 int ripc__resolve(uint16_t dest, struct ripc_route **out, uint64_t deadline);
 void ripc__route_drop(uint16_t dest);
+bool ripc__route_current(const struct ripc_route *r);
 int ripc__pick_tp(const struct ripc_reg_proc_info *owner);
 
 /* send.c */

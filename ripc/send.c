@@ -39,6 +39,16 @@ static int check_items(void **buf, uint32_t *length, uint16_t n,
 	return RIPC_OK;
 }
 
+/* The route a send in progress follows; while the transport pushes back,
+ * a change of route (the service restarted or moved) ends the attempt
+ * with RIPC_EAGAIN so that the caller sends to where it is now. */
+static const struct ripc_route *sending_route;
+
+static bool route_moved(void)
+{
+	return sending_route && !ripc__route_current(sending_route);
+}
+
 int ripc__send_msg(struct ripc_peer *peer, const struct ripc_wire_out *m,
 		   uint64_t deadline)
 {
@@ -59,6 +69,8 @@ int ripc__send_msg(struct ripc_peer *peer, const struct ripc_wire_out *m,
 				break;
 			CTX->stats.send_retries++;
 			ripc__progress_locked();
+			if (route_moved())
+				return RIPC_EAGAIN;
 			if (ripc__now_ns() >= deadline) {
 				CTX->stats.send_timeouts++;
 				return RIPC_ETIMEDOUT;
@@ -85,6 +97,10 @@ int ripc__send_msg(struct ripc_peer *peer, const struct ripc_wire_out *m,
 			break;
 		CTX->stats.send_retries++;
 		ripc__progress_locked();
+		if (route_moved()) {
+			ripc__slot_put(s);
+			return RIPC_EAGAIN;
+		}
 		if (ripc__now_ns() >= deadline) {
 			CTX->stats.send_timeouts++;
 			ripc__slot_put(s);
@@ -172,6 +188,14 @@ static int send_prepare(uint16_t src, uint16_t dest, void **buf,
 	return err;
 }
 
+/* How long one send may wait for the transport.  A group member that
+ * does not take its copy (dead, full) gets a tenth of it, so that it does
+ * not hold up the others; the next resolution drops a dead member. */
+static uint64_t send_budget(bool mcast)
+{
+	return mcast ? CTX->cfg.send_timeout_ns / 10 : CTX->cfg.send_timeout_ns;
+}
+
 /* Send one short message to one peer. */
 static int short_to(struct ripc_peer *peer, uint64_t inc, uint16_t src,
 		    uint16_t dest, void **buf, uint32_t *length, uint16_t n,
@@ -201,8 +225,7 @@ static int short_to(struct ripc_peer *peer, uint64_t inc, uint16_t src,
 		m.ret_desc = rdesc;
 		m.status = ripc__retbuf_lifetime_ms();
 	}
-	err = ripc__send_msg(peer, &m,
-			     ripc__now_ns() + CTX->cfg.send_timeout_ns);
+	err = ripc__send_msg(peer, &m, ripc__now_ns() + send_budget(mcast));
 	if (err && offer)
 		ripc__retbuf_revoke_offer(offer);
 	return err;
@@ -244,9 +267,26 @@ RIPC_API uint8_t ripc_send_short(uint16_t src, uint16_t dest, void **buf,
 			CTX->stats.bytes_sent_short += ok * total;
 		}
 	} else {
-		err = short_to(r->peer, r->inc, src, dest, buf, length,
-			       num_items, return_bufs, return_buf_lengths,
-			       num_return_bufs, false);
+		uint64_t until = ripc__now_ns() + CTX->cfg.send_timeout_ns;
+
+		for (;;) {
+			sending_route = r;
+			err = short_to(r->peer, r->inc, src, dest, buf, length,
+				       num_items, return_bufs,
+				       return_buf_lengths, num_return_bufs,
+				       false);
+			sending_route = NULL;
+			if (err != RIPC_EAGAIN)
+				break;
+			/* Moved or restarted meanwhile: follow it. */
+			err = ripc__resolve(dest, &r, until);
+			if (err)
+				break;
+			if (r->mcast || ripc__now_ns() >= until) {
+				err = RIPC_ETIMEDOUT;
+				break;
+			}
+		}
 		if (!err) {
 			CTX->stats.short_sent++;
 			CTX->stats.bytes_sent_short += total;
@@ -349,7 +389,7 @@ static int long_to(struct ripc_peer *peer, uint64_t inc, uint16_t src,
 		ls->deadline = ripc__now_ns() + CTX->cfg.long_timeout_ns;
 		ripc_list_add_tail(&CTX->lsends, &ls->link);
 		err = ripc__send_msg(peer, &m,
-				     ripc__now_ns() + CTX->cfg.send_timeout_ns);
+				     ripc__now_ns() + send_budget(mcast));
 		if (err) {
 			if (offer)
 				ripc__retbuf_revoke_offer(offer);
@@ -401,14 +441,28 @@ RIPC_API uint8_t ripc_send_long(uint16_t src, uint16_t dest, void **buf,
 	} else {
 		/* A peer that offered us return buffers gets the items
 		 * written straight into them where they fit. */
+		uint64_t until = ripc__now_ns() + CTX->cfg.send_timeout_ns;
+
 		err = ripc__retbuf_reply(r->peer, r->inc, src, dest, buf,
 					 length, num_items, return_bufs,
 					 return_buf_lengths, num_return_bufs);
-		if (err == RIPC_ENOTFOUND)
+		while (err == RIPC_ENOTFOUND) {
+			sending_route = r;
 			err = long_to(r->peer, r->inc, src, dest, buf, length,
 				      num_items, return_bufs,
 				      return_buf_lengths, num_return_bufs,
 				      false);
+			sending_route = NULL;
+			if (err != RIPC_EAGAIN)
+				break;
+			/* Moved or restarted meanwhile: expose to the new
+			 * owner instead (the old registrations are gone). */
+			err = ripc__resolve(dest, &r, until);
+			if (!err && (r->mcast || ripc__now_ns() >= until))
+				err = RIPC_ETIMEDOUT;
+			if (!err)
+				err = RIPC_ENOTFOUND;
+		}
 		if (!err) {
 			CTX->stats.long_sent++;
 			CTX->stats.bytes_exposed_long += total;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "resolver.h"
 #include "retbuf.h"
 #include "ripc_int.h"
 
@@ -73,6 +74,8 @@ static int do_register(int service_id, bool mcast)
 		ripc__unlock();
 		return RIPC_ENOMEM;
 	}
+	/* Caches on other hosts follow a restart or a move at once. */
+	ripc__resolver_announce((uint16_t)service_id, true, mcast);
 	ripc__unlock();
 	return RIPC_OK;
 }
@@ -139,6 +142,7 @@ RIPC_API uint8_t ripc_unregister_service_id(int service_id)
 		return (uint8_t)ripc__set_err(RIPC_ENOTOWNER);
 	}
 	ripc__reg_release((uint16_t)service_id);
+	ripc__resolver_announce((uint16_t)service_id, false, svc->mcast);
 	CTX->svc[service_id] = NULL;
 	CTX->nsvc--;
 	ripc_list_for_each_safe(pos, tmp, &svc->queue)

@@ -79,10 +79,14 @@ size_t ripc__wire_size(const struct ripc_wire_out *m)
 	if (m->nshort > RIPC_MAX_ITEMS || m->nlong > RIPC_MAX_ITEMS ||
 	    m->nret > RIPC_MAX_RETURN_BUFS)
 		return 0;
+	if (m->type == RIPC_MT_RETURN && m->nlong + m->nret > RIPC_MAX_ITEMS)
+		return 0;
 	if ((m->flags & RIPC_WF_ADDR) &&
 	    (m->addr_len == 0 || m->addr_len > RIPC_ADDR_MAX))
 		return 0;
 	for (unsigned i = 0; i < m->nshort; i++) {
+		if (m->short_len[i] == 0)
+			return 0; /* the decoder refuses empty items */
 		sum += m->short_len[i];
 		payload += align8(m->short_len[i]);
 	}

@@ -1,0 +1,559 @@
+/*
+ * UDP multicast resolver (see resolver.h).
+ *
+ * Sockets: one bound to the group's port and joined to the group on the
+ * configured interface (queries and announces from everybody), and one
+ * private unicast socket from which this process sends and on which it
+ * receives answers to its own queries.  Several processes on one host share
+ * the group port (SO_REUSEADDR); an answer goes to the querier's private
+ * port so that exactly the asking process gets it.
+ *
+ * Datagrams are hostile input like any other: every field is checked, the
+ * cache is bounded (RES_MAX_RECORDS records, RIPC_RES_MAX_MEMBERS members
+ * each), and at most RES_INPUT_BATCH datagrams are handled per call.
+ */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "resolver.h"
+#include "ripc_int.h"
+
+#define RES_MAGIC 0x52495052u /* bytes "RPIR" */
+#define RES_VERSION 1
+#define RES_HDR 40
+#define RES_MAX_DGRAM (RES_HDR + RIPC_PROV_MAX * (2 + RIPC_ADDR_MAX))
+#define RES_MAX_RECORDS 4096
+#define RES_INPUT_BATCH 64
+#define RES_QUERY_GAP_NS 50000000ull /* per-ID query rate limit */
+#define RES_ANNOUNCE_REPEATS 3
+
+enum { RES_QUERY = 1, RES_ANSWER = 2, RES_ANNOUNCE = 3 };
+#define RES_F_MCAST 0x1u
+#define RES_F_DOWN 0x2u
+
+struct res_member {
+	struct ripc_reg_proc_info info;
+	uint64_t learned_ns;
+};
+
+struct res_rec {
+	bool mcast;
+	uint16_t n;
+	uint64_t last_query_ns;
+	struct res_member m[RIPC_RES_MAX_MEMBERS];
+};
+
+struct res_dgram {
+	uint8_t type, flags, naddr;
+	uint16_t service, reply_port;
+	uint64_t nonce;
+	struct ripc_reg_proc_info info;
+};
+
+struct res_announce {
+	uint16_t id;
+	bool up, mcast;
+	int left;
+	uint64_t next_ns;
+};
+
+static struct {
+	bool enabled;
+	int mfd, ufd;
+	struct sockaddr_in group;
+	uint64_t version, ttl_ns;
+	struct res_rec **rec; /* [65535], allocated on open */
+	unsigned nrec;
+	struct res_announce ann[64];
+	unsigned nann;
+} res = { .mfd = -1, .ufd = -1 };
+
+bool ripc__resolver_enabled(void)
+{
+	return res.enabled;
+}
+
+uint64_t ripc__resolver_version(void)
+{
+	return res.version;
+}
+
+int ripc__resolver_fd(int which)
+{
+	return which ? res.ufd : res.mfd;
+}
+
+/* ---- encoding ------------------------------------------------------- */
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	v = htole16(v);
+	memcpy(p, &v, 2);
+}
+static void put32(uint8_t *p, uint32_t v)
+{
+	v = htole32(v);
+	memcpy(p, &v, 4);
+}
+static void put64(uint8_t *p, uint64_t v)
+{
+	v = htole64(v);
+	memcpy(p, &v, 8);
+}
+static uint16_t get16(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, 2);
+	return le16toh(v);
+}
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return le32toh(v);
+}
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return le64toh(v);
+}
+
+static size_t encode(const struct res_dgram *d, uint8_t *buf)
+{
+	size_t off = RES_HDR;
+	unsigned naddr = 0;
+
+	put32(buf, RES_MAGIC);
+	buf[4] = RES_VERSION;
+	buf[5] = d->type;
+	put16(buf + 6, d->service);
+	put64(buf + 8, d->nonce);
+	put16(buf + 16, d->reply_port);
+	buf[18] = d->flags;
+	put32(buf + 20, (uint32_t)d->info.pid);
+	put64(buf + 24, d->info.incarnation);
+	put64(buf + 32, d->info.host_id);
+	for (unsigned t = 0; t < RIPC_PROV_MAX; t++) {
+		const struct ripc_reg_addr *a = &d->info.addr[t];
+
+		if (!a->len || a->len > RIPC_ADDR_MAX)
+			continue;
+		buf[off] = (uint8_t)t;
+		buf[off + 1] = a->len;
+		memcpy(buf + off + 2, a->addr, a->len);
+		off += 2 + a->len;
+		naddr++;
+	}
+	buf[19] = (uint8_t)naddr;
+	return off;
+}
+
+/* Validate a datagram; false if anything is off. */
+static bool decode(const uint8_t *buf, size_t len, struct res_dgram *d)
+{
+	size_t off = RES_HDR;
+
+	if (len < RES_HDR || get32(buf) != RES_MAGIC || buf[4] != RES_VERSION)
+		return false;
+	memset(d, 0, sizeof(*d));
+	d->type = buf[5];
+	d->service = get16(buf + 6);
+	d->nonce = get64(buf + 8);
+	d->reply_port = get16(buf + 16);
+	d->flags = buf[18];
+	d->naddr = buf[19];
+	d->info.pid = (int32_t)get32(buf + 20);
+	d->info.incarnation = get64(buf + 24);
+	d->info.host_id = get64(buf + 32);
+	if (d->type < RES_QUERY || d->type > RES_ANNOUNCE ||
+	    d->service > RIPC_MAX_SERVICE_ID ||
+	    (d->flags & ~(RES_F_MCAST | RES_F_DOWN)) ||
+	    d->naddr > RIPC_PROV_MAX || d->info.incarnation == 0)
+		return false;
+	for (unsigned i = 0; i < d->naddr; i++) {
+		uint8_t tp, alen;
+
+		if (off + 2 > len)
+			return false;
+		tp = buf[off];
+		alen = buf[off + 1];
+		if (tp >= RIPC_PROV_MAX || alen == 0 || alen > RIPC_ADDR_MAX ||
+		    off + 2 + alen > len || d->info.addr[tp].len)
+			return false;
+		d->info.addr[tp].len = alen;
+		memcpy(d->info.addr[tp].addr, buf + off + 2, alen);
+		off += 2 + (size_t)alen;
+	}
+	return off == len;
+}
+
+/* This process as the resolver describes it. */
+static void self_info(struct ripc_reg_proc_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->incarnation = CTX->incarnation;
+	info->host_id = CTX->host_id;
+	info->pid = getpid();
+	for (unsigned t = 0; t < RIPC_PROV_MAX; t++) {
+		if (!CTX->tp[t].open)
+			continue;
+		info->addr[t].len = (uint8_t)CTX->tp[t].addrlen;
+		memcpy(info->addr[t].addr, CTX->tp[t].addr,
+		       CTX->tp[t].addrlen);
+	}
+}
+
+static void send_to(const struct res_dgram *d, const struct sockaddr_in *to)
+{
+	uint8_t buf[RES_MAX_DGRAM];
+	size_t n = encode(d, buf);
+
+	if (sendto(res.ufd, buf, n, MSG_DONTWAIT, (const struct sockaddr *)to,
+		   sizeof(*to)) < 0)
+		ripc__log_rl(RIPC_LOG_INFO, "resolver: sendto: %s",
+			     strerror(errno));
+}
+
+/* ---- sockets -------------------------------------------------------- */
+
+int ripc__resolver_open(void)
+{
+	const char *grp = ripc__env_str(RIPC_ENV_RESOLVER_GROUP);
+	const char *ifa = ripc__env_str(RIPC_ENV_RESOLVER_ADDR);
+	int64_t port = ripc__env_int(RIPC_ENV_RESOLVER_PORT);
+	struct sockaddr_in any = { .sin_family = AF_INET };
+	struct in_addr ifaddr;
+	struct ip_mreq mreq;
+	int one = 1, ttl = 1;
+	unsigned char loop = 1;
+
+	if (!ripc__env_bool(RIPC_ENV_RESOLVER))
+		return RIPC_OK;
+	if (!*ifa)
+		ifa = ripc__env_str(RIPC_ENV_TCP_ADDR);
+	res.ttl_ns = ripc__ms_ns(ripc__env_int(RIPC_ENV_RESOLVER_TTL_MS));
+	if (res.ttl_ns < ripc__ms_ns(100))
+		res.ttl_ns = ripc__ms_ns(100);
+	memset(&res.group, 0, sizeof(res.group));
+	res.group.sin_family = AF_INET;
+	res.group.sin_port = htons((uint16_t)port);
+	if (port <= 0 || port > 65535 ||
+	    inet_pton(AF_INET, grp, &res.group.sin_addr) != 1 ||
+	    !IN_MULTICAST(ntohl(res.group.sin_addr.s_addr)) ||
+	    inet_pton(AF_INET, ifa, &ifaddr) != 1) {
+		ripc__log(RIPC_LOG_WARN,
+			  "resolver disabled: bad group %s, port %ld or "
+			  "interface address %s",
+			  grp, (long)port, ifa);
+		return RIPC_OK;
+	}
+	if (!res.rec) {
+		res.rec = calloc(RIPC_MAX_SERVICE_ID + 1, sizeof(*res.rec));
+		if (!res.rec)
+			return RIPC_ENOMEM;
+	}
+
+	res.mfd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	res.ufd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (res.mfd < 0 || res.ufd < 0)
+		goto fail;
+	/* Everybody on this host shares the group port. */
+	setsockopt(res.mfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	any.sin_port = res.group.sin_port;
+	any.sin_addr = res.group.sin_addr;
+	if (bind(res.mfd, (struct sockaddr *)&any, sizeof(any)) < 0)
+		goto fail;
+	mreq.imr_multiaddr = res.group.sin_addr;
+	mreq.imr_interface = ifaddr;
+	if (setsockopt(res.mfd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mreq,
+		       sizeof(mreq)) < 0)
+		goto fail;
+	/* The private socket: sends (to the group or to a querier) and our
+	 * answers; bound to the interface address, ephemeral port. */
+	any.sin_addr = ifaddr;
+	any.sin_port = 0;
+	if (bind(res.ufd, (struct sockaddr *)&any, sizeof(any)) < 0 ||
+	    setsockopt(res.ufd, IPPROTO_IP, IP_MULTICAST_IF, &ifaddr,
+		       sizeof(ifaddr)) < 0 ||
+	    setsockopt(res.ufd, IPPROTO_IP, IP_MULTICAST_LOOP, &loop,
+		       sizeof(loop)) < 0 ||
+	    setsockopt(res.ufd, IPPROTO_IP, IP_MULTICAST_TTL, &ttl,
+		       sizeof(ttl)) < 0)
+		goto fail;
+	res.enabled = true;
+	ripc__log(RIPC_LOG_INFO, "resolver on %s:%ld via %s", grp, (long)port,
+		  ifa);
+	return RIPC_OK;
+fail:
+	ripc__log(RIPC_LOG_WARN, "resolver disabled: %s (group %s, interface "
+				 "%s)",
+		  strerror(errno), grp, ifa);
+	ripc__resolver_close();
+	return RIPC_OK; /* the host registry still works */
+}
+
+void ripc__resolver_close(void)
+{
+	if (res.mfd >= 0)
+		close(res.mfd);
+	if (res.ufd >= 0)
+		close(res.ufd);
+	res.mfd = res.ufd = -1;
+	res.enabled = false;
+	if (res.rec) {
+		for (unsigned i = 0; i <= RIPC_MAX_SERVICE_ID; i++)
+			free(res.rec[i]);
+		free(res.rec);
+		res.rec = NULL;
+	}
+	res.nrec = 0;
+	res.nann = 0;
+}
+
+/* ---- the cache ------------------------------------------------------ */
+
+static struct res_rec *rec_get(uint16_t id, bool create)
+{
+	if (!res.rec[id] && create && res.nrec < RES_MAX_RECORDS) {
+		res.rec[id] = calloc(1, sizeof(struct res_rec));
+		if (res.rec[id])
+			res.nrec++;
+	}
+	return res.rec[id];
+}
+
+static void rec_drop(uint16_t id)
+{
+	if (res.rec[id]) {
+		free(res.rec[id]);
+		res.rec[id] = NULL;
+		res.nrec--;
+		res.version++;
+	}
+}
+
+/* Record that `info` holds (or, down, no longer holds) id. */
+static void learn(uint16_t id, const struct ripc_reg_proc_info *info,
+		  bool mcast, bool down)
+{
+	struct res_rec *r = rec_get(id, !down);
+	uint64_t now = ripc__now_ns();
+	unsigned i;
+
+	if (!r)
+		return;
+	if (!mcast && !down) {
+		/* A unicast ID has one owner: the latest word wins. */
+		if (r->mcast || r->n != 1 ||
+		    r->m[0].info.incarnation != info->incarnation)
+			res.version++;
+		r->mcast = false;
+		r->n = 1;
+		r->m[0].info = *info;
+		r->m[0].learned_ns = now;
+		return;
+	}
+	if (mcast && !r->mcast) {
+		r->n = 0;
+		r->mcast = true;
+		res.version++;
+	}
+	for (i = 0; i < r->n; i++)
+		if (r->m[i].info.incarnation == info->incarnation)
+			break;
+	if (down) {
+		if (i < r->n) {
+			r->m[i] = r->m[--r->n];
+			res.version++;
+		}
+		if (r->n == 0)
+			rec_drop(id);
+		return;
+	}
+	if (i == r->n) {
+		if (r->n >= RIPC_RES_MAX_MEMBERS)
+			return;
+		r->n++;
+		res.version++;
+	}
+	r->m[i].info = *info;
+	r->m[i].learned_ns = now;
+}
+
+int ripc__resolver_lookup(uint16_t id, struct ripc_reg_proc_info *out,
+			  int max, bool *mcast)
+{
+	struct res_rec *r;
+	uint64_t now;
+	int n = 0;
+	bool stale = false;
+
+	*mcast = false;
+	if (!res.enabled || !(r = res.rec[id]))
+		return 0;
+	now = ripc__now_ns();
+	for (unsigned i = 0; i < r->n && n < max; i++) {
+		uint64_t age = now - r->m[i].learned_ns;
+
+		if (age > 2 * res.ttl_ns)
+			continue; /* expired: not used any more */
+		stale |= age > res.ttl_ns;
+		out[n++] = r->m[i].info;
+	}
+	/* Refresh in the background while the record is still usable; a
+	 * group is asked again now and then to learn new members. */
+	if (stale || (r->mcast && now - r->last_query_ns > res.ttl_ns / 2))
+		ripc__resolver_query(id);
+	*mcast = r->mcast;
+	return n;
+}
+
+void ripc__resolver_forget(uint16_t id)
+{
+	if (res.enabled)
+		rec_drop(id);
+}
+
+void ripc__resolver_query(uint16_t id)
+{
+	struct res_rec *r;
+	struct res_dgram d = { .type = RES_QUERY, .service = id };
+	struct sockaddr_in me;
+	socklen_t len = sizeof(me);
+	uint64_t now;
+
+	if (!res.enabled || !(r = rec_get(id, true)))
+		return;
+	now = ripc__now_ns();
+	if (r->last_query_ns && now - r->last_query_ns < RES_QUERY_GAP_NS)
+		return;
+	r->last_query_ns = now;
+	if (getsockname(res.ufd, (struct sockaddr *)&me, &len) < 0)
+		return;
+	d.reply_port = ntohs(me.sin_port);
+	self_info(&d.info);
+	memset(d.info.addr, 0, sizeof(d.info.addr)); /* not needed */
+	if (ripc__random(&d.nonce, sizeof(d.nonce)))
+		return;
+	send_to(&d, &res.group);
+}
+
+void ripc__resolver_announce(uint16_t id, bool up, bool mcast)
+{
+	struct res_announce *a;
+
+	if (!res.enabled)
+		return;
+	if (res.nann >= sizeof(res.ann) / sizeof(res.ann[0]))
+		res.nann--; /* drop the oldest repeat schedule: still sent once */
+	a = &res.ann[res.nann++];
+	*a = (struct res_announce){ id, up, mcast, RES_ANNOUNCE_REPEATS, 0 };
+	ripc__resolver_timers(ripc__now_ns());
+}
+
+void ripc__resolver_timers(uint64_t now)
+{
+	for (unsigned i = 0; i < res.nann;) {
+		struct res_announce *a = &res.ann[i];
+
+		if (now >= a->next_ns) {
+			struct res_dgram d = {
+				.type = RES_ANNOUNCE,
+				.service = a->id,
+				.flags = (a->mcast ? RES_F_MCAST : 0) |
+					 (a->up ? 0 : RES_F_DOWN),
+			};
+
+			self_info(&d.info);
+			send_to(&d, &res.group);
+			/* 0, 100, 300 ms: a lost datagram is repaired soon */
+			a->next_ns = now + ripc__ms_ns(100) *
+						   (RES_ANNOUNCE_REPEATS -
+						    a->left + 1);
+			if (--a->left == 0) {
+				res.ann[i] = res.ann[--res.nann];
+				continue;
+			}
+		}
+		i++;
+	}
+}
+
+/* ---- input ---------------------------------------------------------- */
+
+static void handle(const struct res_dgram *d, const struct sockaddr_in *from)
+{
+	struct ripc_service *svc;
+
+	if (d->info.incarnation == CTX->incarnation)
+		return; /* our own multicast, looped back */
+	switch (d->type) {
+	case RES_QUERY:
+		svc = CTX->svc[d->service];
+		if (svc && !CTX->shutting_down) {
+			struct res_dgram a = {
+				.type = RES_ANSWER,
+				.service = d->service,
+				.nonce = d->nonce,
+				.flags = svc->mcast ? RES_F_MCAST : 0,
+			};
+			struct sockaddr_in to = *from;
+
+			self_info(&a.info);
+			to.sin_port = htons(d->reply_port);
+			send_to(&a, &to);
+		}
+		break;
+	case RES_ANSWER:
+	case RES_ANNOUNCE:
+		/* Same-host owners are in the registry, which is the better
+		 * source (liveness is checked there). */
+		if (d->info.host_id == CTX->host_id)
+			break;
+		learn(d->service, &d->info, d->flags & RES_F_MCAST,
+		      d->flags & RES_F_DOWN);
+		break;
+	}
+}
+
+int ripc__resolver_input(void)
+{
+	uint8_t buf[RES_MAX_DGRAM + 1];
+	int handled = 0;
+
+	if (!res.enabled)
+		return 0;
+	for (int s = 0; s < 2; s++) {
+		int fd = s ? res.ufd : res.mfd;
+
+		for (int k = 0; k < RES_INPUT_BATCH; k++) {
+			struct sockaddr_in from;
+			socklen_t flen = sizeof(from);
+			struct res_dgram d;
+			ssize_t n = recvfrom(fd, buf, sizeof(buf), MSG_DONTWAIT,
+					     (struct sockaddr *)&from, &flen);
+
+			if (n < 0)
+				break;
+			handled++;
+			if (flen != sizeof(from) || from.sin_family != AF_INET ||
+			    !decode(buf, (size_t)n, &d)) {
+				CTX->stats.drops_malformed++;
+				continue;
+			}
+			handle(&d, &from);
+		}
+	}
+	return handled;
+}

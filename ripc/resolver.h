@@ -1,0 +1,51 @@
+/*
+ * Resolution across hosts: an ARP-like resolver over UDP multicast (the
+ * libRIPC paper's design).  A process that cannot find a service ID in its
+ * host registry multicasts a QUERY; the process holding the ID answers
+ * (unicast, to the querier's private port) with its incarnation, host
+ * identity and transport addresses.  Answers are cached.  Registrations and
+ * unregistrations are multicast as ANNOUNCEs, so caches follow a service
+ * that restarts or moves without waiting for a failure.
+ *
+ * Datagram format and checks: ripc_protocol(7), RESOLVER.
+ */
+#ifndef RIPC_RESOLVER_H
+#define RIPC_RESOLVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "registry.h"
+
+#define RIPC_RES_MAX_MEMBERS 256
+
+/* Open the sockets (no-op when RIPC_RESOLVER=0).  0 or RIPC_E*. */
+int ripc__resolver_open(void);
+void ripc__resolver_close(void);
+/* Sockets the progress thread waits on (-1 if closed). */
+int ripc__resolver_fd(int which);
+/* Read and handle every pending datagram.  Lock held. */
+int ripc__resolver_input(void);
+/* Timers: repeated announces, async refreshes.  Lock held. */
+void ripc__resolver_timers(uint64_t now);
+
+/* Cached knowledge of a remote ID: 1 (unicast: out[0]), the number of
+ * remote members (multicast, *mcast set), or 0 if nothing fresh is known.
+ * `ttl_ok` is set when the record is younger than the TTL; older records
+ * are still returned while a refresh is pending (up to twice the TTL). */
+int ripc__resolver_lookup(uint16_t id, struct ripc_reg_proc_info *out,
+			  int max, bool *mcast);
+/* Ask the network (non-blocking; rate-limited per ID). */
+void ripc__resolver_query(uint16_t id);
+/* Forget what is cached about id (after sends to it failed). */
+void ripc__resolver_forget(uint16_t id);
+/* Changes whenever the cache changes (routes are rebuilt then). */
+uint64_t ripc__resolver_version(void);
+
+/* Tell the network that this process now holds (up) or no longer holds
+ * (down) an ID; repeated a few times (UDP may drop). */
+void ripc__resolver_announce(uint16_t id, bool up, bool mcast);
+
+bool ripc__resolver_enabled(void);
+
+#endif

@@ -1,0 +1,866 @@
+/*
+ * In-process tests of the core through the public API, over libfabric shm,
+ * with a process sending to its own services (which the model allows).
+ *
+ * Criterion runs every test in a process of its own; the suite's .init
+ * sets the environment there before the library initialises lazily on
+ * first use, with a registry file of that process's own, and .fini
+ * finalises the library and removes the file.
+ *
+ * A crash inside the library usually happens with its lock held; the
+ * default crash handling then runs exit(), whose ripc_finalize waits for
+ * that lock forever and the test only ends at its timeout.  The suite's
+ * handler makes such a test die at once, reported as crashed, and removes
+ * its registry file.
+ */
+#include <errno.h>
+#include <malloc.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include <ripc.h>
+
+static char regpath[96];
+
+static void die_now(int sig)
+{
+	static const char m[] = "test_core: fatal signal in the test\n";
+
+	if (write(2, m, sizeof(m) - 1) < 0)
+		(void)0;
+	unlink(regpath); /* .fini will not run */
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void core_init(void)
+{
+	static const int fatal[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE,
+				     SIGABRT };
+
+	for (unsigned i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
+		signal(fatal[i], die_now);
+	snprintf(regpath, sizeof(regpath), "/tmp/ripc-unit-core-%d.reg",
+		 (int)getpid());
+	unlink(regpath);
+	setenv("RIPC_REGISTRY", regpath, 1);
+	setenv("RIPC_PROVIDER", "shm", 1);
+	setenv("FI_TCP_IFACE", "lo", 1);
+	setenv("RIPC_LOG_LEVEL", "error", 1);
+}
+
+static void core_fini(void)
+{
+	ripc_finalize();
+	unlink(regpath);
+}
+
+TestSuite(core, .init = core_init, .fini = core_fini, .timeout = 60);
+
+#define SVC 100
+#define SVC2 101
+
+/* Initialise now; a machine without a usable shm transport skips. */
+static void need_lib(void)
+{
+	uint8_t err = ripc_init();
+
+	if (err == RIPC_ENOPROVIDER)
+		cr_skip_test("libfabric shm is not usable here");
+	cr_assert_eq(err, RIPC_OK, "ripc_init: %s", ripc_strerror(err));
+}
+
+static void need_service(int id)
+{
+	need_lib();
+	cr_assert_eq(ripc_register_service_id(id), 1,
+		     "register %d: %s", id, ripc_strerror(ripc_last_error()));
+}
+
+static void fill(uint8_t *p, size_t len, unsigned seed)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = (uint8_t)(i * 31u + seed + i / 256u);
+}
+
+static bool check_fill(const uint8_t *p, size_t len, unsigned seed)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != (uint8_t)(i * 31u + seed + i / 256u))
+			return false;
+	return true;
+}
+
+/* A received message; release() frees what ripc_receive handed over. */
+struct rx {
+	uint16_t from, nshort, nlong;
+	void **sitems, **litems;
+	uint32_t *ssizes, *lsizes;
+	uint8_t err;
+};
+
+static void receive(uint16_t svc, struct rx *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->err = ripc_receive(svc, &r->from, &r->sitems, &r->ssizes,
+			      &r->nshort, &r->litems, &r->lsizes, &r->nlong);
+}
+
+static void release(struct rx *r, bool free_long)
+{
+	if (r->nshort)
+		ripc_buf_free(r->sitems[0]);
+	for (unsigned i = 0; free_long && i < r->nlong; i++)
+		ripc_buf_free(r->litems[i]);
+	free(r->sitems);
+	free(r->ssizes);
+	free(r->litems);
+	free(r->lsizes);
+}
+
+/* Long-send one item of `len` bytes to ourselves and return where the
+ * receive put it (the caller releases it). */
+static void *long_roundtrip(uint16_t svc, size_t len, unsigned seed,
+			    struct rx *r)
+{
+	uint8_t *src = malloc(len);
+	void *b[1] = { src };
+	uint32_t l[1] = { (uint32_t)len };
+	uint8_t err;
+
+	cr_assert_not_null(src);
+	fill(src, len, seed);
+	err = ripc_send_long(svc, svc, b, l, 1, NULL, NULL, 0);
+	cr_assert_eq(err, RIPC_OK, "send_long: %s", ripc_strerror(err));
+	receive(svc, r);
+	cr_assert_eq(r->err, RIPC_OK, "receive: %s", ripc_strerror(r->err));
+	cr_assert_eq(r->nlong, 1);
+	cr_assert_eq(r->lsizes[0], len);
+	cr_assert(check_fill(r->litems[0], len, seed), "contents differ");
+	cr_assert_eq(ripc_wait_released(src, -1), RIPC_OK);
+	free(src);
+	return r->litems[0];
+}
+
+/* ---- limits and buffers --------------------------------------------- */
+
+Test(core, limits)
+{
+	cr_assert_eq(ripc_limit(RIPC_LIMIT_SHORT_PAYLOAD), RIPC_SHORT_MAX);
+	cr_assert_eq(ripc_limit(RIPC_LIMIT_ITEMS), RIPC_MAX_ITEMS);
+	cr_assert_eq(ripc_limit(RIPC_LIMIT_RETURN_BUFS), RIPC_MAX_RETURN_BUFS);
+	cr_assert_eq(ripc_limit(RIPC_LIMIT_LONG_ITEM), RIPC_LONG_ITEM_MAX);
+	setenv("RIPC_QUEUE_MAX", "77", 1);
+	setenv("RIPC_RESOLVE_TIMEOUT_MS", "1234", 1);
+	setenv("RIPC_SEND_TIMEOUT_MS", "2k", 1);
+	setenv("RIPC_LONG_TIMEOUT_MS", "99", 1);
+	cr_assert_eq(ripc_limit(RIPC_LIMIT_QUEUE), 77);
+	cr_assert_eq(ripc_limit(RIPC_LIMIT_RESOLVE_TIMEOUT_MS), 1234);
+	cr_assert_eq(ripc_limit(RIPC_LIMIT_SEND_TIMEOUT_MS), 2048);
+	cr_assert_eq(ripc_limit(RIPC_LIMIT_LONG_TIMEOUT_MS), 99);
+	cr_assert_eq(ripc_limit((enum ripc_limit)0), 0);
+	cr_assert_eq(ripc_last_error(), RIPC_EINVAL);
+	cr_assert_eq(ripc_limit((enum ripc_limit)999), 0);
+}
+
+Test(core, buf_alloc_realloc_free)
+{
+	uint8_t *p, *q, stack[16];
+
+	need_lib();
+	cr_assert_null(ripc_buf_alloc(0));
+	cr_assert_eq(ripc_last_error(), RIPC_EINVAL);
+
+	p = ripc_buf_alloc(1);
+	cr_assert_not_null(p, "%s", ripc_strerror(ripc_last_error()));
+	p[0] = 0x5a;
+	ripc_buf_free(p);
+
+	p = ripc_buf_alloc(10000);
+	cr_assert_not_null(p);
+	fill(p, 10000, 1);
+	/* Growing keeps the contents. */
+	q = ripc_buf_realloc(p, 3 << 20);
+	cr_assert_not_null(q);
+	cr_assert(check_fill(q, 10000, 1), "contents lost when growing");
+	q[(3 << 20) - 1] = 1;
+	/* Shrinking keeps the prefix. */
+	p = ripc_buf_realloc(q, 100);
+	cr_assert_not_null(p);
+	cr_assert(check_fill(p, 100, 1), "contents lost when shrinking");
+	/* Size 0 frees. */
+	cr_assert_null(ripc_buf_realloc(p, 0));
+	/* NULL allocates. */
+	p = ripc_buf_realloc(NULL, 64);
+	cr_assert_not_null(p);
+	/* Memory that is not the library's is refused and left alone. */
+	memset(stack, 7, sizeof(stack));
+	cr_assert_null(ripc_buf_realloc(stack, 32));
+	cr_assert_eq(ripc_last_error(), RIPC_ENOTFOUND);
+	cr_assert_eq(stack[0], 7);
+	ripc_buf_free(stack); /* ignored */
+	ripc_buf_free(NULL);
+	ripc_buf_free(p);
+}
+
+Test(core, buf_register_unregister)
+{
+	static uint8_t area[8192];
+
+	need_lib();
+	cr_assert_eq(ripc_buf_register(NULL, 10), RIPC_EINVAL);
+	cr_assert_eq(ripc_buf_register(area, 0), RIPC_EINVAL);
+	cr_assert_eq(ripc_buf_register(area, sizeof(area)), RIPC_OK);
+	cr_assert_eq(ripc_buf_unregister(area), 1);
+	cr_assert_eq(ripc_buf_unregister(area), 0, "unregistered twice");
+	cr_assert_eq(ripc_last_error(), RIPC_ENOTFOUND);
+	cr_assert_eq(ripc_buf_unregister(NULL), 0);
+}
+
+/* ---- services ------------------------------------------------------- */
+
+Test(core, register_services)
+{
+	uint16_t r;
+
+	need_lib();
+	cr_assert_eq(ripc_register_service_id(RIPC_INVALID_SERVICE_ID), 0);
+	cr_assert_eq(ripc_last_error(), RIPC_EBADID);
+	cr_assert_eq(ripc_register_service_id(-1), 0);
+	cr_assert_eq(ripc_register_service_id(70000), 0);
+	need_service(SVC);
+	cr_assert_eq(ripc_register_service_id(SVC), 0, "registered twice");
+	cr_assert_eq(ripc_last_error(), RIPC_EINUSE);
+	cr_assert_eq(ripc_register_multicast_service_id(SVC), 0);
+	r = ripc_register_random_service_id();
+	cr_assert_neq(r, RIPC_INVALID_SERVICE_ID);
+	cr_assert_neq(r, SVC);
+	cr_assert_eq(ripc_unregister_service_id(r), RIPC_OK);
+	cr_assert_eq(ripc_unregister_service_id(r), RIPC_ENOTOWNER);
+	cr_assert_eq(ripc_unregister_service_id(RIPC_INVALID_SERVICE_ID),
+		     RIPC_EBADID);
+}
+
+/* ---- short sends to oneself ----------------------------------------- */
+
+Test(core, short_to_self)
+{
+	static const char hello[] = "hello, service";
+	uint8_t one = 0xee, big[1000];
+	void *b[3] = { (void *)hello, &one, big };
+	uint32_t l[3] = { sizeof(hello), 1, sizeof(big) };
+	struct rx r;
+
+	need_service(SVC);
+	fill(big, sizeof(big), 3);
+	cr_assert_eq(ripc_send_short(SVC, SVC, b, l, 3, NULL, NULL, 0),
+		     RIPC_OK, "%s", ripc_strerror(ripc_last_error()));
+	receive(SVC, &r);
+	cr_assert_eq(r.err, RIPC_OK, "%s", ripc_strerror(r.err));
+	cr_assert_eq(r.from, SVC);
+	cr_assert_eq(r.nshort, 3);
+	cr_assert_eq(r.nlong, 0);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(r.ssizes[i], l[i], "item %d size", i);
+	cr_assert(!memcmp(r.sitems[0], hello, sizeof(hello)));
+	cr_assert_eq(*(uint8_t *)r.sitems[1], 0xee);
+	cr_assert(check_fill(r.sitems[2], sizeof(big), 3));
+	release(&r, false);
+}
+
+Test(core, short_order_and_empty_queue)
+{
+	uint32_t v, l[1] = { sizeof(v) };
+	void *b[1] = { &v };
+	struct rx r;
+	uint8_t err;
+
+	need_service(SVC);
+	for (v = 0; v < 20; v++)
+		cr_assert_eq(ripc_send_short(SVC, SVC, b, l, 1, NULL, NULL, 0),
+			     RIPC_OK);
+	for (uint32_t i = 0; i < 20; i++) {
+		receive(SVC, &r);
+		cr_assert_eq(r.err, RIPC_OK);
+		cr_assert_eq(*(uint32_t *)r.sitems[0], i, "out of order");
+		release(&r, false);
+	}
+	/* Nothing left: a poll must not block and must not succeed. */
+	err = ripc_receive_timeout(SVC, NULL, NULL, NULL, NULL, NULL, NULL,
+				   NULL, 0);
+	cr_assert(err == RIPC_ETIMEDOUT || err == RIPC_EAGAIN, "got %s",
+		  ripc_strerror(err));
+	cr_assert_eq(ripc_receive_timeout(SVC2, NULL, NULL, NULL, NULL, NULL,
+					  NULL, NULL, 0),
+		     RIPC_ENOTOWNER);
+	cr_assert_eq(ripc_receive_timeout(RIPC_INVALID_SERVICE_ID, NULL, NULL,
+					  NULL, NULL, NULL, NULL, NULL, 0),
+		     RIPC_EBADID);
+}
+
+Test(core, short_limits)
+{
+	static uint8_t data[RIPC_SHORT_MAX + 8];
+	void *b[RIPC_MAX_ITEMS + 1];
+	uint32_t l[RIPC_MAX_ITEMS + 1];
+	struct rx r;
+
+	need_service(SVC);
+	fill(data, sizeof(data), 9);
+	for (int i = 0; i <= RIPC_MAX_ITEMS; i++) {
+		b[i] = data + i * (RIPC_SHORT_MAX / RIPC_MAX_ITEMS);
+		l[i] = RIPC_SHORT_MAX / RIPC_MAX_ITEMS;
+	}
+	/* Exactly the maximum: 64 items, 64 KiB. */
+	cr_assert_eq(ripc_send_short(SVC, SVC, b, l, RIPC_MAX_ITEMS, NULL,
+				     NULL, 0),
+		     RIPC_OK, "%s", ripc_strerror(ripc_last_error()));
+	receive(SVC, &r);
+	cr_assert_eq(r.err, RIPC_OK);
+	cr_assert_eq(r.nshort, RIPC_MAX_ITEMS);
+	for (int i = 0; i < RIPC_MAX_ITEMS; i++) {
+		cr_assert_eq(r.ssizes[i], l[i]);
+		cr_assert(!memcmp(r.sitems[i], b[i], l[i]), "item %d", i);
+	}
+	release(&r, false);
+
+	/* One byte more. */
+	l[5]++;
+	cr_assert_eq(ripc_send_short(SVC, SVC, b, l, RIPC_MAX_ITEMS, NULL,
+				     NULL, 0),
+		     RIPC_E2BIG);
+	l[5]--;
+	cr_assert_eq(ripc_send_short(SVC, SVC, b, l, RIPC_MAX_ITEMS + 1, NULL,
+				     NULL, 0),
+		     RIPC_ETOOMANY);
+	l[0] = 0;
+	cr_assert_eq(ripc_send_short(SVC, SVC, b, l, 2, NULL, NULL, 0),
+		     RIPC_EINVAL, "zero-length item");
+	l[0] = 8;
+	b[1] = NULL;
+	cr_assert_eq(ripc_send_short(SVC, SVC, b, l, 2, NULL, NULL, 0),
+		     RIPC_EINVAL, "NULL item");
+	cr_assert_eq(ripc_send_short(SVC, SVC, NULL, l, 1, NULL, NULL, 0),
+		     RIPC_EINVAL);
+	b[1] = data;
+	cr_assert_eq(ripc_send_short(SVC2, SVC, b, l, 1, NULL, NULL, 0),
+		     RIPC_ENOTOWNER, "source not ours");
+	cr_assert_eq(ripc_send_short(SVC, RIPC_INVALID_SERVICE_ID, b, l, 1,
+				     NULL, NULL, 0),
+		     RIPC_EBADID);
+	/* Nothing of the refused sends arrived. */
+	cr_assert_neq(ripc_receive_timeout(SVC, NULL, NULL, NULL, NULL, NULL,
+					   NULL, NULL, 0),
+		      RIPC_OK);
+}
+
+/* ---- long sends to oneself ------------------------------------------ */
+
+Test(core, long_to_self_library_buffers)
+{
+	const size_t big = (1 << 20) + 3;
+	uint8_t *a = malloc(big), small[3] = { 1, 2, 3 };
+	void *b[2] = { a, small };
+	uint32_t l[2] = { (uint32_t)big, 3 };
+	struct rx r;
+
+	cr_assert_not_null(a);
+	need_service(SVC);
+	fill(a, big, 5);
+	cr_assert_eq(ripc_send_long(SVC, SVC, b, l, 2, NULL, NULL, 0), RIPC_OK,
+		     "%s", ripc_strerror(ripc_last_error()));
+	receive(SVC, &r);
+	cr_assert_eq(r.err, RIPC_OK, "%s", ripc_strerror(r.err));
+	cr_assert_eq(r.from, SVC);
+	cr_assert_eq(r.nshort, 0);
+	cr_assert_eq(r.nlong, 2);
+	cr_assert_eq(r.lsizes[0], big);
+	cr_assert_eq(r.lsizes[1], 3);
+	cr_assert(check_fill(r.litems[0], big, 5));
+	cr_assert(!memcmp(r.litems[1], small, 3));
+	/* The pull is over, so the sender's buffers are released. */
+	cr_assert_eq(ripc_wait_released(a, -1), RIPC_OK);
+	cr_assert_eq(ripc_buf_exposed(a), 0);
+	cr_assert_eq(ripc_buf_exposed(small), 0);
+	release(&r, true);
+	free(a);
+
+	cr_assert_eq(ripc_send_long(SVC, SVC, b, l, 0, NULL, NULL, 0),
+		     RIPC_EINVAL, "long send without items");
+}
+
+/* ---- receive windows ------------------------------------------------ */
+
+static bool inside(const void *p, const uint8_t *base, size_t size)
+{
+	return (const uint8_t *)p >= base && (const uint8_t *)p < base + size;
+}
+
+Test(core, window_service_before_process_wide)
+{
+	static uint8_t global[4096], mine[4096];
+	struct rx r;
+	void *p;
+
+	need_service(SVC);
+	/* The process-wide one is registered first. */
+	cr_assert_eq(ripc_reg_recv_window(global, sizeof(global)), RIPC_OK);
+	cr_assert_eq(ripc_reg_recv_window_for_service(mine, sizeof(mine),
+						      SVC),
+		     RIPC_OK);
+	p = long_roundtrip(SVC, 100, 1, &r);
+	cr_assert_eq(p, (void *)mine, "service window not tried first");
+	release(&r, false);
+	/* It was consumed by that item: next the process-wide one. */
+	p = long_roundtrip(SVC, 100, 2, &r);
+	cr_assert_eq(p, (void *)global, "process-wide window not used");
+	release(&r, false);
+	/* Both consumed: a library buffer. */
+	p = long_roundtrip(SVC, 100, 3, &r);
+	cr_assert(!inside(p, global, sizeof(global)) &&
+			  !inside(p, mine, sizeof(mine)),
+		  "a consumed window was used again");
+	release(&r, true);
+}
+
+Test(core, window_of_other_service_not_used)
+{
+	static uint8_t theirs[4096];
+	struct rx r;
+	void *p;
+
+	need_service(SVC);
+	need_service(SVC2);
+	cr_assert_eq(ripc_reg_recv_window_for_service(theirs, sizeof(theirs),
+						      SVC2),
+		     RIPC_OK);
+	p = long_roundtrip(SVC, 100, 1, &r);
+	cr_assert(!inside(p, theirs, sizeof(theirs)),
+		  "another service's window was used");
+	release(&r, true);
+	p = long_roundtrip(SVC2, 100, 1, &r);
+	cr_assert_eq(p, (void *)theirs);
+	release(&r, false);
+}
+
+Test(core, window_first_fit)
+{
+	static uint8_t a[128], bb[8192], c[8192];
+	struct rx r;
+	void *p;
+
+	need_service(SVC);
+	cr_assert_eq(ripc_reg_recv_window(a, sizeof(a)), RIPC_OK);
+	cr_assert_eq(ripc_reg_recv_window(bb, sizeof(bb)), RIPC_OK);
+	cr_assert_eq(ripc_reg_recv_window(c, sizeof(c)), RIPC_OK);
+	/* Too big for a: the first that fits is bb. */
+	p = long_roundtrip(SVC, 5000, 1, &r);
+	cr_assert_eq(p, (void *)bb, "not first fit");
+	release(&r, false);
+	/* Small: a, registered first, though c fits too. */
+	p = long_roundtrip(SVC, 128, 2, &r);
+	cr_assert_eq(p, (void *)a, "not first fit");
+	release(&r, false);
+	p = long_roundtrip(SVC, 8192, 3, &r);
+	cr_assert_eq(p, (void *)c);
+	release(&r, false);
+	/* Larger than any window: a library buffer. */
+	cr_assert_eq(ripc_reg_recv_window(a, sizeof(a)), RIPC_OK,
+		     "a consumed window cannot be registered again");
+	p = long_roundtrip(SVC, 200, 4, &r);
+	cr_assert(!inside(p, a, sizeof(a)));
+	release(&r, true);
+}
+
+/* A window takes one item even when there is room left for more. */
+Test(core, window_one_item_each)
+{
+	static uint8_t win[65536];
+	uint8_t x[10], y[10];
+	void *b[2] = { x, y };
+	uint32_t l[2] = { 10, 10 };
+	struct rx r;
+
+	need_service(SVC);
+	fill(x, 10, 1);
+	fill(y, 10, 2);
+	cr_assert_eq(ripc_reg_recv_window(win, sizeof(win)), RIPC_OK);
+	cr_assert_eq(ripc_send_long(SVC, SVC, b, l, 2, NULL, NULL, 0),
+		     RIPC_OK);
+	receive(SVC, &r);
+	cr_assert_eq(r.err, RIPC_OK, "%s", ripc_strerror(r.err));
+	cr_assert_eq(r.nlong, 2);
+	cr_assert_eq(r.litems[0], (void *)win, "first item not at the base");
+	cr_assert(!inside(r.litems[1], win, sizeof(win)),
+		  "second item placed in the same window");
+	cr_assert(check_fill(r.litems[0], 10, 1));
+	cr_assert(check_fill(r.litems[1], 10, 2));
+	ripc_buf_free(r.litems[1]);
+	r.nlong = 0;
+	release(&r, false);
+}
+
+Test(core, window_arguments_and_overlap)
+{
+	static uint8_t w[8192];
+
+	need_service(SVC);
+	cr_assert_eq(ripc_reg_recv_window(NULL, 10), RIPC_EINVAL);
+	cr_assert_eq(ripc_reg_recv_window(w, 0), RIPC_EINVAL);
+	cr_assert_eq(ripc_reg_recv_window((void *)(UINTPTR_MAX - 10), 100),
+		     RIPC_EINVAL, "wrapping window");
+	cr_assert_eq(ripc_reg_recv_window_for_service(w, 10, SVC2),
+		     RIPC_ENOTOWNER);
+	cr_assert_eq(ripc_reg_recv_window_for_service(
+			     w, 10, RIPC_INVALID_SERVICE_ID),
+		     RIPC_EBADID);
+
+	cr_assert_eq(ripc_reg_recv_window(w + 1000, 1000), RIPC_OK);
+	/* Any overlap is refused, whoever the window is for. */
+	cr_assert_eq(ripc_reg_recv_window(w + 1000, 1000), RIPC_EINVAL);
+	cr_assert_eq(ripc_reg_recv_window(w + 1999, 1), RIPC_EINVAL);
+	cr_assert_eq(ripc_reg_recv_window(w + 500, 501), RIPC_EINVAL);
+	cr_assert_eq(ripc_reg_recv_window(w, 4096), RIPC_EINVAL, "covers it");
+	cr_assert_eq(ripc_reg_recv_window(w + 1500, 10), RIPC_EINVAL,
+		     "inside it");
+	cr_assert_eq(ripc_reg_recv_window_for_service(w + 1500, 10, SVC),
+		     RIPC_EINVAL);
+	/* Adjacent is fine. */
+	cr_assert_eq(ripc_reg_recv_window(w + 500, 500), RIPC_OK);
+	cr_assert_eq(ripc_reg_recv_window_for_service(w + 2000, 100, SVC),
+		     RIPC_OK);
+}
+
+Test(core, unreg_recv_window)
+{
+	static uint8_t w[4096], v[4096];
+	struct rx r;
+	void *p;
+
+	need_service(SVC);
+	cr_assert_eq(ripc_unreg_recv_window(w), RIPC_ENOTFOUND);
+	cr_assert_eq(ripc_reg_recv_window(w, sizeof(w)), RIPC_OK);
+	cr_assert_eq(ripc_unreg_recv_window(w + 1), RIPC_ENOTFOUND,
+		     "found by an inner pointer");
+	cr_assert_eq(ripc_unreg_recv_window(w), RIPC_OK);
+	cr_assert_eq(ripc_unreg_recv_window(w), RIPC_ENOTFOUND);
+	cr_assert_eq(ripc_unreg_recv_window(NULL), RIPC_ENOTFOUND);
+	p = long_roundtrip(SVC, 100, 1, &r);
+	cr_assert(!inside(p, w, sizeof(w)), "unregistered window used");
+	release(&r, true);
+	/* It can be registered again (nothing of it is left behind). */
+	cr_assert_eq(ripc_reg_recv_window(w, sizeof(w)), RIPC_OK);
+
+	/* A service's windows go away with the service. */
+	need_service(SVC2);
+	cr_assert_eq(ripc_reg_recv_window_for_service(v, sizeof(v), SVC2),
+		     RIPC_OK);
+	cr_assert_eq(ripc_unregister_service_id(SVC2), RIPC_OK);
+	cr_assert_eq(ripc_unreg_recv_window(v), RIPC_ENOTFOUND);
+	cr_assert_eq(ripc_reg_recv_window(v, sizeof(v)), RIPC_OK);
+}
+
+/* ---- queue limit, statistics, fd, multicast ------------------------- */
+
+/* Drive progress until `n` messages reached SVC's queue or were dropped;
+ * bounded by a count of rounds, not by time. */
+static void settle(uint64_t n)
+{
+	struct ripc_stats st;
+
+	for (long i = 0; i < 1000000; i++) {
+		ripc_progress();
+		cr_assert_eq(ripc_stats(&st, sizeof(st)), RIPC_OK);
+		if (st.short_recv + st.drops_queue_full >= n)
+			return;
+		sched_yield();
+	}
+	cr_assert_fail("messages sent to ourselves never arrived");
+}
+
+Test(core, queue_limit)
+{
+	uint32_t v, l[1] = { sizeof(v) };
+	void *b[1] = { &v };
+	struct ripc_stats st;
+	struct rx r;
+
+	setenv("RIPC_QUEUE_MAX", "3", 1);
+	setenv("RIPC_PROGRESS", "manual", 1);
+	need_service(SVC);
+	cr_assert_eq(ripc_limit(RIPC_LIMIT_QUEUE), 3);
+	for (v = 0; v < 5; v++)
+		cr_assert_eq(ripc_send_short(SVC, SVC, b, l, 1, NULL, NULL, 0),
+			     RIPC_OK);
+	settle(5);
+	for (uint32_t i = 0; i < 3; i++) {
+		receive(SVC, &r);
+		cr_assert_eq(r.err, RIPC_OK);
+		cr_assert_eq(*(uint32_t *)r.sitems[0], i);
+		release(&r, false);
+	}
+	cr_assert_neq(ripc_receive_timeout(SVC, NULL, NULL, NULL, NULL, NULL,
+					   NULL, NULL, 0),
+		      RIPC_OK, "more than RIPC_QUEUE_MAX messages queued");
+	cr_assert_eq(ripc_stats(&st, sizeof(st)), RIPC_OK);
+	cr_assert_eq(st.drops_queue_full, 2);
+	cr_assert_eq(st.short_recv, 3);
+}
+
+/* ripc_limit tells the application the limit in force: the library
+ * queues at least one message whatever RIPC_QUEUE_MAX says. */
+Test(core, limit_queue_is_the_one_in_force)
+{
+	uint64_t lim;
+
+	setenv("RIPC_QUEUE_MAX", "-5", 1);
+	need_lib();
+	lim = ripc_limit(RIPC_LIMIT_QUEUE);
+	cr_expect_eq(lim, 1,
+		     "RIPC_QUEUE_MAX=-5: ripc_limit says %llu, the library "
+		     "queues 1",
+		     (unsigned long long)lim);
+}
+
+Test(core, stats)
+{
+	uint8_t x[100];
+	void *b[1] = { x };
+	uint32_t l[1] = { sizeof(x) };
+	struct ripc_stats st, part;
+	struct rx r;
+
+	need_service(SVC);
+	cr_assert_eq(ripc_stats(NULL, sizeof(st)), RIPC_EINVAL);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(ripc_send_short(SVC, SVC, b, l, 1, NULL, NULL, 0),
+			     RIPC_OK);
+		receive(SVC, &r);
+		cr_assert_eq(r.err, RIPC_OK);
+		release(&r, false);
+	}
+	cr_assert_eq(ripc_stats(&st, sizeof(st)), RIPC_OK);
+	cr_assert_eq(st.short_sent, 2);
+	cr_assert_eq(st.short_recv, 2);
+	cr_assert_eq(st.bytes_sent_short, 200);
+	cr_assert_eq(st.bytes_recv_short, 200);
+	cr_assert_eq(st.drops_malformed, 0);
+	/* A smaller struct (an older caller) gets only its part. */
+	memset(&part, 0xee, sizeof(part));
+	cr_assert_eq(ripc_stats(&part, sizeof(uint64_t)), RIPC_OK);
+	cr_assert_eq(part.short_sent, 2);
+	cr_assert_eq(part.short_recv, 0xeeeeeeeeeeeeeeeeull,
+		     "wrote past the size given");
+}
+
+Test(core, fd_readable_while_messages_wait)
+{
+	uint8_t x = 1;
+	void *b[1] = { &x };
+	uint32_t l[1] = { 1 };
+	struct pollfd p;
+	struct rx r;
+	int fd;
+
+	need_service(SVC);
+	fd = ripc_get_fd();
+	cr_assert_geq(fd, 0);
+	p = (struct pollfd){ .fd = fd, .events = POLLIN };
+	cr_assert_eq(poll(&p, 1, 0), 0, "readable with nothing queued");
+	cr_assert_eq(ripc_send_short(SVC, SVC, b, l, 1, NULL, NULL, 0),
+		     RIPC_OK);
+	/* The progress thread delivers it and makes the fd readable. */
+	cr_assert_eq(poll(&p, 1, -1), 1);
+	receive(SVC, &r);
+	cr_assert_eq(r.err, RIPC_OK);
+	release(&r, false);
+	p.revents = 0;
+	cr_assert_eq(poll(&p, 1, 0), 0, "still readable after the receive");
+}
+
+Test(core, multicast_to_self)
+{
+	static const char msg[] = "to the group";
+	void *b[1] = { (void *)msg };
+	uint32_t l[1] = { sizeof(msg) };
+	struct rx r;
+
+	need_service(SVC);
+	cr_assert_eq(ripc_register_multicast_service_id(500), 1, "%s",
+		     ripc_strerror(ripc_last_error()));
+	cr_assert_eq(ripc_register_service_id(500), 0);
+	cr_assert_eq(ripc_send_short(SVC, 500, b, l, 1, NULL, NULL, 0),
+		     RIPC_OK, "%s", ripc_strerror(ripc_last_error()));
+	receive(500, &r);
+	cr_assert_eq(r.err, RIPC_OK);
+	cr_assert_eq(r.from, SVC);
+	cr_assert_eq(r.nshort, 1);
+	cr_assert_str_eq(r.sitems[0], msg);
+	release(&r, false);
+}
+
+Test(core, unknown_destination)
+{
+	uint8_t x = 1;
+	void *b[1] = { &x };
+	uint32_t l[1] = { 1 };
+
+	setenv("RIPC_RESOLVE_TIMEOUT_MS", "50", 1);
+	need_service(SVC);
+	cr_assert_eq(ripc_send_short(SVC, 4321, b, l, 1, NULL, NULL, 0),
+		     RIPC_ENOSERVICE);
+	cr_assert_eq(ripc_send_long(SVC, 4321, b, l, 1, NULL, NULL, 0),
+		     RIPC_ENOSERVICE);
+	cr_assert_null(ripc_transport_of(4321));
+	cr_assert_str_eq(ripc_transport_of(SVC), "shm");
+}
+
+/*
+ * Fresh heap memory in a short test is mostly zero, which hides fields the
+ * library forgets to initialise; in a long-running application malloc
+ * recycles blocks that hold anything.  M_PERTURB makes every new block
+ * non-zero, so a message record with an uninitialised field is used as
+ * the application would see it sooner or later.
+ */
+Test(core, short_receive_with_recycled_heap)
+{
+	static const char msg[] = "recycled";
+	void *b[1] = { (void *)msg };
+	uint32_t l[1] = { sizeof(msg) };
+	struct rx r;
+
+	mallopt(M_PERTURB, 0xa5);
+	need_service(SVC);
+	cr_assert_eq(ripc_send_short(SVC, SVC, b, l, 1, NULL, NULL, 0),
+		     RIPC_OK);
+	receive(SVC, &r);
+	cr_assert_eq(r.err, RIPC_OK);
+	cr_assert_str_eq(r.sitems[0], msg);
+	release(&r, false);
+}
+
+/* ---- lifetime ------------------------------------------------------- */
+
+/* Messages queued on a service die with it; a new registration of the
+ * same ID starts empty. */
+Test(core, unregister_drops_queued)
+{
+	uint8_t x = 1;
+	void *b[1] = { &x };
+	uint32_t l[1] = { 1 };
+	struct ripc_stats st;
+
+	setenv("RIPC_PROGRESS", "manual", 1);
+	need_service(SVC);
+	cr_assert_eq(ripc_send_short(SVC, SVC, b, l, 1, NULL, NULL, 0),
+		     RIPC_OK);
+	settle(1);
+	cr_assert_eq(ripc_stats(&st, sizeof(st)), RIPC_OK);
+	cr_assert_eq(st.short_recv, 1);
+	cr_assert_eq(ripc_unregister_service_id(SVC), RIPC_OK);
+	cr_assert_eq(ripc_receive_timeout(SVC, NULL, NULL, NULL, NULL, NULL,
+					  NULL, NULL, 0),
+		     RIPC_ENOTOWNER);
+	need_service(SVC);
+	cr_assert_neq(ripc_receive_timeout(SVC, NULL, NULL, NULL, NULL, NULL,
+					   NULL, NULL, 0),
+		      RIPC_OK, "message of the old registration delivered");
+	/* The fd does not claim a message either. */
+	{
+		struct pollfd p = { .fd = ripc_get_fd(), .events = POLLIN };
+
+		cr_assert_eq(poll(&p, 1, 0), 0);
+	}
+}
+
+/* A long message its receiver throws away still releases the sender's
+ * buffers (DONE or NACK), instead of keeping them exposed until the
+ * long timeout. */
+Test(core, long_released_when_receiver_drops_it)
+{
+	const size_t len = 4 << 20;
+	uint8_t *a = malloc(len);
+	void *b[1] = { a };
+	uint32_t l[1] = { (uint32_t)len };
+
+	cr_assert_not_null(a);
+	fill(a, len, 1);
+	setenv("RIPC_LONG_TIMEOUT_MS", "600000", 1);
+	need_service(SVC);
+	cr_assert_eq(ripc_send_long(SVC, SVC, b, l, 1, NULL, NULL, 0),
+		     RIPC_OK);
+	cr_assert_eq(ripc_unregister_service_id(SVC), RIPC_OK);
+	cr_assert_eq(ripc_wait_released(a, -1), RIPC_OK);
+	cr_assert_eq(ripc_buf_exposed(a), 0);
+	free(a);
+}
+
+Test(core, reinit_after_finalize)
+{
+	static const char msg[] = "again";
+	void *b[1] = { (void *)msg };
+	uint32_t l[1] = { sizeof(msg) };
+	struct rx r;
+
+	for (int round = 0; round < 3; round++) {
+		need_service(SVC);
+		cr_assert_eq(ripc_send_short(SVC, SVC, b, l, 1, NULL, NULL, 0),
+			     RIPC_OK, "round %d: %s", round,
+			     ripc_strerror(ripc_last_error()));
+		receive(SVC, &r);
+		cr_assert_eq(r.err, RIPC_OK, "round %d", round);
+		cr_assert_str_eq(r.sitems[0], msg);
+		release(&r, false);
+		ripc_finalize();
+		/* Finalised: its IDs are free for anyone. */
+	}
+}
+
+/* A forked child starts the library afresh (new incarnation, own
+ * endpoint) and can talk to its parent. */
+Test(core, fork_child_talks_to_parent)
+{
+	static const char msg[] = "from the child";
+	struct rx r;
+	pid_t pid;
+	int st;
+
+	need_service(SVC);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		void *b[1] = { (void *)msg };
+		uint32_t l[1] = { sizeof(msg) };
+		int code = 0;
+
+		if (ripc_register_service_id(SVC) != 0)
+			code = 2; /* the parent holds it */
+		else if (ripc_register_service_id(SVC2) != 1)
+			code = 3;
+		else if (ripc_send_short(SVC2, SVC, b, l, 1, NULL, NULL, 0))
+			code = 4;
+		else if (ripc_wait_released(msg, -1))
+			code = 5;
+		ripc_finalize();
+		_exit(code);
+	}
+	receive(SVC, &r);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st), "child died: status %#x", st);
+	cr_assert_eq(WEXITSTATUS(st), 0, "child failed at step %d",
+		     WEXITSTATUS(st));
+	cr_assert_eq(r.err, RIPC_OK, "%s", ripc_strerror(r.err));
+	cr_assert_eq(r.from, SVC2);
+	cr_assert_str_eq(r.sitems[0], msg);
+	release(&r, false);
+}

@@ -1,0 +1,927 @@
+/*
+ * Unit tests of ripc/registry.c: the host registry file, its locking and
+ * the reclaim of IDs whose owner died.
+ *
+ * Each test uses its own file under /tmp (never the default path).  The
+ * registry keeps per-process state, so "other processes" are children
+ * forked by the test that drop the inherited state (ripc__reg_forget),
+ * open the file afresh, attach and act.  A child reports what its
+ * operation returned over a pipe and then blocks reading a second pipe
+ * until the test closes it (or dies), so no child outlives its test and
+ * nothing waits on a clock.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "log.h"
+#include "registry.h"
+
+static char path[128], path2[128];
+
+static void setup(void)
+{
+	/* Refusals log errors on purpose; keep the test output clean. */
+	ripc__log_level = RIPC_LOG_NONE;
+	snprintf(path, sizeof(path), "/tmp/ripc-unit-reg-%d.reg",
+		 (int)getpid());
+	snprintf(path2, sizeof(path2), "/tmp/ripc-unit-reg-%d.alt",
+		 (int)getpid());
+	unlink(path);
+	unlink(path2);
+}
+
+static void teardown(void)
+{
+	ripc__reg_close();
+	unlink(path);
+	unlink(path2);
+}
+
+TestSuite(registry, .init = setup, .fini = teardown, .timeout = 60);
+
+static struct ripc_reg_proc_info my_info(uint64_t inc)
+{
+	struct ripc_reg_proc_info i;
+	pid_t pid = getpid();
+
+	memset(&i, 0, sizeof(i));
+	i.incarnation = inc;
+	i.host_id = 0x4242424242ull;
+	i.pid = pid;
+	i.addr[RIPC_PROV_TCP].len = 6;
+	memcpy(i.addr[RIPC_PROV_TCP].addr, "tcp", 3);
+	memcpy(i.addr[RIPC_PROV_TCP].addr + 3, &pid, 3);
+	i.addr[RIPC_PROV_SHM].len = RIPC_ADDR_MAX;
+	memset(i.addr[RIPC_PROV_SHM].addr, 0x5a, RIPC_ADDR_MAX);
+	return i;
+}
+
+static void open_attach(uint64_t inc)
+{
+	struct ripc_reg_proc_info i = my_info(inc);
+
+	cr_assert_eq(ripc__reg_open(path), 0);
+	cr_assert_eq(ripc__reg_attach(&i), 0);
+}
+
+/* ---- other processes ------------------------------------------------ */
+
+enum child_op { OP_ATTACH, OP_CLAIM, OP_JOIN };
+
+struct child {
+	pid_t pid;
+	int res;    /* read end: the child's result */
+	int hold;   /* write end: closing it lets the child exit */
+	int result; /* what the child's operation returned */
+};
+
+static void close_other_fds(int keep1, int keep2, int keep3)
+{
+	long max = sysconf(_SC_OPEN_MAX);
+
+	if (max < 0 || max > 4096)
+		max = 4096;
+	for (int fd = 3; fd < max; fd++)
+		if (fd != keep1 && fd != keep2 && fd != keep3)
+			close(fd);
+}
+
+/*
+ * Start a process that opens the registry, attaches, does `op` on `id`,
+ * reports, holds until released, and withdraws cleanly first if `detach`.
+ * It never returns into Criterion.
+ */
+static void child_start(struct child *c, enum child_op op, uint16_t id,
+			bool detach)
+{
+	int res[2], hold[2];
+
+	cr_assert_eq(pipe(res), 0);
+	cr_assert_eq(pipe(hold), 0);
+	c->pid = fork();
+	cr_assert_geq(c->pid, 0);
+	if (c->pid == 0) {
+		struct ripc_reg_proc_info i;
+		char b;
+		int r;
+
+		/* Drop the test's registry state first (it may hold the
+		 * file open), then every descriptor that is not ours, so
+		 * that no child keeps another child's pipe open. */
+		ripc__reg_forget();
+		close_other_fds(res[1], hold[0], -1);
+		i = my_info(0x1000000000ull + (uint64_t)getpid());
+		r = ripc__reg_open(path);
+		if (!r)
+			r = ripc__reg_attach(&i);
+		if (!r && op == OP_CLAIM)
+			r = ripc__reg_claim(id);
+		else if (!r && op == OP_JOIN)
+			r = ripc__reg_join(id);
+		if (write(res[1], &r, sizeof(r)) != sizeof(r))
+			_exit(2);
+		while (read(hold[0], &b, 1) > 0)
+			;
+		if (detach)
+			ripc__reg_detach();
+		_exit(0);
+	}
+	close(res[1]);
+	close(hold[0]);
+	c->res = res[0];
+	c->hold = hold[1];
+	c->result = 1;
+}
+
+static int child_result(struct child *c)
+{
+	ssize_t n = read(c->res, &c->result, sizeof(c->result));
+
+	cr_assert_eq(n, (ssize_t)sizeof(c->result),
+		     "child %d died before reporting", (int)c->pid);
+	close(c->res);
+	c->res = -1;
+	return c->result;
+}
+
+static int spawn(struct child *c, enum child_op op, uint16_t id, bool detach)
+{
+	child_start(c, op, id, detach);
+	return child_result(c);
+}
+
+/* Let the child finish normally and reap it. */
+static void child_release(struct child *c)
+{
+	int st;
+
+	close(c->hold);
+	cr_assert_eq(waitpid(c->pid, &st, 0), c->pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		  "child %d status %#x", (int)c->pid, st);
+}
+
+static void child_kill(struct child *c)
+{
+	int st;
+
+	cr_assert_eq(kill(c->pid, SIGKILL), 0);
+	cr_assert_eq(waitpid(c->pid, &st, 0), c->pid);
+	cr_assert(WIFSIGNALED(st));
+	close(c->hold);
+}
+
+/* ---- opening the file ----------------------------------------------- */
+
+Test(registry, open_creates_private_file)
+{
+	struct stat st;
+	mode_t old = umask(0);
+	int r;
+
+	/* umask 0: the library itself must ask for 0600. */
+	r = ripc__reg_open(path);
+	umask(old);
+	cr_assert_eq(r, 0, "open: %s", strerror(-r));
+	cr_assert_str_eq(ripc__reg_path(), path);
+	cr_assert_eq(lstat(path, &st), 0);
+	cr_assert(S_ISREG(st.st_mode));
+	cr_assert_eq(st.st_mode & 07777, 0600, "mode %o", st.st_mode & 07777);
+	cr_assert_eq(st.st_uid, geteuid());
+	/* Layout documented in registry.c: 4 KiB header, process records
+	 * of 512 bytes, 65535 service records of 16 bytes. */
+	cr_assert_eq(st.st_size,
+		     4096 + (off_t)RIPC_REG_MAX_PROCS * 512 + 65535 * 16,
+		     "size %lld", (long long)st.st_size);
+	cr_assert_gt(ripc__reg_version(), 0);
+	/* Opening again is harmless. */
+	cr_assert_eq(ripc__reg_open(path), 0);
+	/* And a second process may open the same file. */
+	ripc__reg_close();
+	cr_assert_eq(ripc__reg_open(path), 0);
+}
+
+Test(registry, nothing_before_open_or_attach)
+{
+	struct ripc_reg_proc_info out;
+	bool mc = true;
+
+	cr_assert_eq(ripc__reg_version(), 0);
+	cr_assert_eq(ripc__reg_lookup(1, &out), -ENOENT);
+	cr_assert_eq(ripc__reg_lookup_mcast(1, &out, 1, &mc), 0);
+	cr_assert(!mc);
+	cr_assert_lt(ripc__reg_claim(1), 0, "claim before open");
+	cr_assert_lt(ripc__reg_join(1), 0, "join before open");
+	cr_assert_lt(ripc__reg_release(1), 0, "release before open");
+
+	cr_assert_eq(ripc__reg_open(path), 0);
+	cr_assert_eq(ripc__reg_claim(1), -EBADF, "claim before attach");
+	cr_assert_eq(ripc__reg_join(1), -EBADF, "join before attach");
+	cr_assert_eq(ripc__reg_release(1), -EBADF, "release before attach");
+	cr_assert_eq(ripc__reg_lookup(1, &out), -ENOENT);
+}
+
+/* A refused file leaves no half-open registry behind and is not
+ * touched. */
+static void expect_refused(int want, const char *what)
+{
+	struct stat before, after;
+	int r;
+
+	cr_assert_eq(lstat(path, &before), 0);
+	r = ripc__reg_open(path);
+	cr_assert_eq(r, want, "%s: got %d (%s), want %d (%s)", what, r,
+		     strerror(-r), want, strerror(-want));
+	cr_assert_eq(ripc__reg_version(), 0, "%s: registry left mapped", what);
+	cr_assert_lt(ripc__reg_claim(5), 0, "%s: claim works", what);
+	cr_assert_eq(lstat(path, &after), 0);
+	cr_assert_eq(after.st_size, before.st_size, "%s: file resized", what);
+	cr_assert_eq(after.st_mode, before.st_mode, "%s: mode changed", what);
+}
+
+static int make_file(mode_t mode, off_t size)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(fchmod(fd, mode), 0);
+	if (size)
+		cr_assert_eq(ftruncate(fd, size), 0);
+	return fd;
+}
+
+Test(registry, refuses_writable_by_others)
+{
+	static const mode_t modes[] = { 0666, 0622, 0660, 0620, 0602 };
+
+	for (unsigned i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		char what[32];
+
+		close(make_file(modes[i], 0));
+		snprintf(what, sizeof(what), "mode %o", modes[i]);
+		expect_refused(-EPERM, what);
+		unlink(path);
+	}
+	/* A valid registry that someone made world-writable later. */
+	cr_assert_eq(ripc__reg_open(path), 0);
+	ripc__reg_close();
+	cr_assert_eq(chmod(path, 0666), 0);
+	expect_refused(-EPERM, "valid registry, mode 666");
+}
+
+Test(registry, refuses_other_owner)
+{
+	int fd;
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to give a file to another user");
+	cr_assert_eq(ripc__reg_open(path), 0);
+	ripc__reg_close();
+	fd = open(path, O_RDWR);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(fchown(fd, 65534, 65534), 0);
+	close(fd);
+	expect_refused(-EPERM, "owned by uid 65534");
+}
+
+Test(registry, refuses_symlink)
+{
+	int r;
+
+	/* The link target is a perfectly good registry of ours. */
+	cr_assert_eq(ripc__reg_open(path2), 0);
+	ripc__reg_close();
+	cr_assert_eq(symlink(path2, path), 0);
+	r = ripc__reg_open(path);
+	cr_assert_eq(r, -ELOOP, "got %d (%s)", r, strerror(-r));
+	cr_assert_eq(ripc__reg_version(), 0);
+	/* A dangling link is not followed to create the target either. */
+	unlink(path2);
+	r = ripc__reg_open(path);
+	cr_assert_lt(r, 0);
+	cr_assert_eq(access(path2, F_OK), -1, "created through the link");
+}
+
+Test(registry, refuses_other_file_types)
+{
+	int r;
+
+	cr_assert_eq(mkdir(path, 0700), 0);
+	r = ripc__reg_open(path);
+	rmdir(path);
+	cr_assert_lt(r, 0, "a directory");
+	cr_assert_eq(mkfifo(path, 0600), 0);
+	r = ripc__reg_open(path);
+	cr_assert_eq(r, -EPERM, "a fifo: %d", r);
+	cr_assert_eq(ripc__reg_version(), 0);
+}
+
+Test(registry, refuses_truncated_file)
+{
+	static const off_t sizes[] = { 1, 8, 4096, 4096 + 1024 * 512 };
+
+	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		char what[32];
+
+		close(make_file(0600, sizes[i]));
+		snprintf(what, sizeof(what), "size %lld",
+			 (long long)sizes[i]);
+		expect_refused(-EINVAL, what);
+		unlink(path);
+	}
+	/* A valid registry cut short. */
+	cr_assert_eq(ripc__reg_open(path), 0);
+	ripc__reg_close();
+	cr_assert_eq(truncate(path, 100000), 0);
+	expect_refused(-EINVAL, "valid registry cut short");
+}
+
+static void patch_file(off_t off, const void *v, size_t len)
+{
+	int fd = open(path, O_RDWR);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pwrite(fd, v, len, off), (ssize_t)len);
+	close(fd);
+}
+
+Test(registry, refuses_wrong_magic_or_layout)
+{
+	const uint64_t bad_magic = 0x3247455243504952ull; /* "RIPCREG2" */
+	const uint32_t bad = 7;
+	uint8_t head[16], now[16];
+	int fd;
+
+	/* Header: u64 magic, u32 layout, u32 nprocs (registry.c). */
+	for (int field = 0; field < 3; field++) {
+		cr_assert_eq(ripc__reg_open(path), 0);
+		ripc__reg_close();
+		if (field == 0)
+			patch_file(0, &bad_magic, 8);
+		else
+			patch_file(field == 1 ? 8 : 12, &bad, 4);
+		fd = open(path, O_RDONLY);
+		cr_assert_eq(pread(fd, head, 16, 0), 16);
+		expect_refused(-EPROTO, field == 0   ? "magic"
+					: field == 1 ? "layout"
+						     : "process count");
+		/* Refused files are left as they were. */
+		cr_assert_eq(pread(fd, now, 16, 0), 16);
+		cr_assert(!memcmp(head, now, 16), "header rewritten");
+		close(fd);
+		unlink(path);
+	}
+}
+
+Test(registry, refusal_then_good_file)
+{
+	close(make_file(0666, 0));
+	cr_assert_eq(ripc__reg_open(path), -EPERM);
+	cr_assert_eq(ripc__reg_open(path2), 0, "a refusal wedged the state");
+	open_attach(1);
+	cr_assert_str_eq(ripc__reg_path(), path2);
+}
+
+/* ---- unicast IDs ---------------------------------------------------- */
+
+Test(registry, claim_lookup_release)
+{
+	struct ripc_reg_proc_info me = my_info(0xabcdef), out;
+	static const uint16_t ids[] = { 0, 1, 100, 4242, RIPC_MAX_SERVICE_ID };
+
+	cr_assert_eq(ripc__reg_open(path), 0);
+	cr_assert_eq(ripc__reg_attach(&me), 0);
+	for (unsigned k = 0; k < sizeof(ids) / sizeof(ids[0]); k++) {
+		uint16_t id = ids[k];
+
+		cr_assert_eq(ripc__reg_lookup(id, &out), -ENOENT, "id %u", id);
+		cr_assert_eq(ripc__reg_claim(id), 0, "id %u", id);
+		memset(&out, 0, sizeof(out));
+		cr_assert_eq(ripc__reg_lookup(id, &out), 0, "id %u", id);
+		cr_assert_eq(out.pid, getpid());
+		cr_assert_eq(out.incarnation, me.incarnation);
+		cr_assert_eq(out.host_id, me.host_id);
+		for (int t = 0; t < RIPC_PROV_MAX; t++) {
+			cr_assert_eq(out.addr[t].len, me.addr[t].len);
+			cr_assert(!memcmp(out.addr[t].addr, me.addr[t].addr,
+					  me.addr[t].len));
+		}
+	}
+	/* Neighbours are untouched. */
+	cr_assert_eq(ripc__reg_lookup(2, &out), -ENOENT);
+	cr_assert_eq(ripc__reg_lookup(RIPC_MAX_SERVICE_ID - 1, &out), -ENOENT);
+	cr_assert_eq(ripc__reg_lookup(RIPC_INVALID_SERVICE_ID, &out),
+		     -ENOENT);
+
+	cr_assert_eq(ripc__reg_release(100), 0);
+	cr_assert_eq(ripc__reg_lookup(100, &out), -ENOENT);
+	cr_assert_eq(ripc__reg_release(100), -ENOENT, "released twice");
+	cr_assert_eq(ripc__reg_release(101), -ENOENT, "never held");
+	cr_assert_eq(ripc__reg_claim(100), 0, "claim after release");
+	cr_assert_eq(ripc__reg_lookup(0, &out), 0, "others kept");
+
+	/* Detach withdraws everything this process held. */
+	ripc__reg_detach();
+	for (unsigned k = 0; k < sizeof(ids) / sizeof(ids[0]); k++)
+		cr_assert_eq(ripc__reg_lookup(ids[k], &out), -ENOENT,
+			     "id %u after detach", ids[k]);
+}
+
+/* 65535 is not a service ID: no record may be claimed for it (the file
+ * holds records for 0..65534 only). */
+Test(registry, invalid_id_refused)
+{
+	struct ripc_reg_proc_info out;
+
+	open_attach(1);
+	cr_expect_lt(ripc__reg_claim(RIPC_INVALID_SERVICE_ID), 0,
+		     "claim(65535) succeeded");
+	cr_expect_lt(ripc__reg_join(RIPC_INVALID_SERVICE_ID), 0,
+		     "join(65535) succeeded");
+	cr_expect_eq(ripc__reg_lookup(RIPC_INVALID_SERVICE_ID, &out),
+		     -ENOENT);
+}
+
+Test(registry, live_owner_keeps_its_id)
+{
+	struct ripc_reg_proc_info out;
+	struct child c;
+
+	/* The test holds 200; another live process cannot take it. */
+	open_attach(0x77);
+	cr_assert_eq(ripc__reg_claim(200), 0);
+	cr_assert_eq(spawn(&c, OP_CLAIM, 200, true), -EEXIST);
+	child_release(&c);
+	cr_assert_eq(ripc__reg_lookup(200, &out), 0);
+	cr_assert_eq(out.pid, getpid(), "the refused child took the ID");
+
+	/* The other way round: a live child holds 201. */
+	cr_assert_eq(spawn(&c, OP_CLAIM, 201, true), 0);
+	cr_assert_eq(ripc__reg_claim(201), -EEXIST);
+	cr_assert_eq(ripc__reg_lookup(201, &out), 0);
+	cr_assert_eq(out.pid, c.pid);
+	cr_assert_eq(out.incarnation, 0x1000000000ull + (uint64_t)c.pid);
+	/* A clean exit (detach) frees it. */
+	child_release(&c);
+	cr_assert_eq(ripc__reg_lookup(201, &out), -ENOENT);
+	cr_assert_eq(ripc__reg_claim(201), 0);
+}
+
+Test(registry, killed_owner_reclaimed)
+{
+	struct ripc_reg_proc_info out;
+	struct child c;
+
+	open_attach(0x78);
+	cr_assert_eq(spawn(&c, OP_CLAIM, 300, false), 0);
+	cr_assert_eq(ripc__reg_claim(300), -EEXIST);
+	child_kill(&c);
+	/* Nobody cleaned up: the record is still in the file, but its
+	 * owner is dead. */
+	cr_assert_eq(ripc__reg_lookup(300, &out), -ENOENT);
+	cr_assert_eq(ripc__reg_claim(300), 0, "dead owner's ID not reclaimed");
+	cr_assert_eq(ripc__reg_lookup(300, &out), 0);
+	cr_assert_eq(out.pid, getpid());
+
+	/* The same after a normal exit without detach. */
+	cr_assert_eq(spawn(&c, OP_CLAIM, 301, false), 0);
+	child_release(&c);
+	cr_assert_eq(ripc__reg_claim(301), 0);
+}
+
+/*
+ * An owner killed but not yet reaped by its parent is a zombie: it is
+ * dead, holds no resources, and will never answer.  Its IDs must be
+ * reclaimable at once, not only after its parent gets round to wait().
+ */
+Test(registry, zombie_owner_reclaimed)
+{
+	struct ripc_reg_proc_info out;
+	struct child c;
+	siginfo_t si;
+	int lr, cr;
+
+	open_attach(0x79);
+	cr_assert_eq(spawn(&c, OP_CLAIM, 310, false), 0);
+	cr_assert_eq(kill(c.pid, SIGKILL), 0);
+	/* Wait until it is dead, but leave it unreaped. */
+	cr_assert_eq(waitid(P_PID, (id_t)c.pid, &si, WEXITED | WNOWAIT), 0);
+	lr = ripc__reg_lookup(310, &out);
+	cr = ripc__reg_claim(310);
+	waitpid(c.pid, NULL, 0);
+	close(c.hold);
+	cr_expect_eq(lr, -ENOENT, "lookup finds a zombie owner alive");
+	cr_expect_eq(cr, 0, "claim refused: zombie owner counted as live");
+}
+
+/*
+ * Eight processes race for the same 128 IDs, claimed in the same order
+ * after a common start signal: each ID ends up with exactly one owner, and
+ * the owner the registry names is the process that was told it won.
+ */
+#define RACE_N 8
+#define RACE_IDS 128
+#define RACE_BASE 600
+
+static pid_t race_child(int go, int *res_rd, int *hold_wr)
+{
+	int res[2], hold[2];
+	pid_t pid;
+
+	cr_assert_eq(pipe(res), 0);
+	cr_assert_eq(pipe(hold), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct ripc_reg_proc_info i;
+		int8_t won[RACE_IDS];
+		char b;
+
+		ripc__reg_forget();
+		close_other_fds(res[1], hold[0], go);
+		i = my_info((uint64_t)getpid());
+		if (ripc__reg_open(path) || ripc__reg_attach(&i))
+			_exit(3);
+		while (read(go, &b, 1) > 0)
+			;
+		for (int k = 0; k < RACE_IDS; k++) {
+			int r = ripc__reg_claim((uint16_t)(RACE_BASE + k));
+
+			won[k] = r == 0 ? 1 : r == -EEXIST ? 0 : -1;
+		}
+		if (write(res[1], won, sizeof(won)) != sizeof(won))
+			_exit(2);
+		while (read(hold[0], &b, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(res[1]);
+	close(hold[0]);
+	*res_rd = res[0];
+	*hold_wr = hold[1];
+	return pid;
+}
+
+Test(registry, concurrent_claims_one_winner)
+{
+	int8_t won[RACE_N][RACE_IDS];
+	int go[2], res[RACE_N], hold[RACE_N];
+	pid_t pid[RACE_N];
+	struct ripc_reg_proc_info out;
+
+	cr_assert_eq(ripc__reg_open(path), 0); /* create it once */
+	cr_assert_eq(pipe(go), 0);
+	for (int c = 0; c < RACE_N; c++)
+		pid[c] = race_child(go[0], &res[c], &hold[c]);
+	close(go[0]);
+	close(go[1]); /* all start together */
+	for (int c = 0; c < RACE_N; c++) {
+		cr_assert_eq(read(res[c], won[c], sizeof(won[c])),
+			     (ssize_t)sizeof(won[c]),
+			     "child %d died before reporting", c);
+		close(res[c]);
+	}
+	open_attach(1);
+	for (int k = 0; k < RACE_IDS; k++) {
+		int winners = 0, winner = -1;
+
+		for (int c = 0; c < RACE_N; c++) {
+			cr_assert_neq(won[c][k], -1, "child %d: claim error",
+				      c);
+			if (won[c][k]) {
+				winners++;
+				winner = c;
+			}
+		}
+		cr_assert_eq(winners, 1, "%d processes were given ID %d",
+			     winners, RACE_BASE + k);
+		cr_assert_eq(ripc__reg_lookup((uint16_t)(RACE_BASE + k), &out),
+			     0);
+		cr_assert_eq(out.pid, pid[winner], "ID %d", RACE_BASE + k);
+	}
+	for (int c = 0; c < RACE_N; c++) {
+		close(hold[c]);
+		cr_assert_eq(waitpid(pid[c], NULL, 0), pid[c]);
+	}
+}
+
+/* ripc__reg_forget in a forked child must leave the parent's
+ * registration alone. */
+Test(registry, forget_in_child_leaves_parent)
+{
+	struct ripc_reg_proc_info out;
+	struct child c;
+	pid_t pid;
+	int st;
+
+	open_attach(0x80);
+	cr_assert_eq(ripc__reg_claim(700), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		ripc__reg_forget();
+		_exit(ripc__reg_version() == 0 && ripc__reg_claim(1) < 0 ? 0
+									 : 1);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		  "child still had the registry after forget");
+	/* A child that forgets, reopens, attaches and detaches. */
+	cr_assert_eq(spawn(&c, OP_ATTACH, 0, true), 0);
+	child_release(&c);
+	cr_assert_eq(ripc__reg_lookup(700, &out), 0);
+	cr_assert_eq(out.pid, getpid());
+	cr_assert_eq(ripc__reg_claim(701), 0, "parent can still mutate");
+}
+
+/* ---- multicast IDs -------------------------------------------------- */
+
+static bool has_pid(const struct ripc_reg_proc_info *m, int n, pid_t pid)
+{
+	for (int i = 0; i < n; i++)
+		if (m[i].pid == pid)
+			return true;
+	return false;
+}
+
+Test(registry, multicast_members)
+{
+	enum { N = 3 };
+	struct ripc_reg_proc_info m[8], out;
+	struct child c[N];
+	bool mc = false;
+	int n;
+
+	open_attach(0x90);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(spawn(&c[i], OP_JOIN, 400, false), 0);
+	n = ripc__reg_lookup_mcast(400, m, 8, &mc);
+	cr_assert(mc);
+	cr_assert_eq(n, N);
+	for (int i = 0; i < N; i++)
+		cr_assert(has_pid(m, n, c[i].pid), "member %d missing", i);
+	cr_assert_eq(m[0].host_id, 0x4242424242ull);
+
+	/* The test joins too; joining twice changes nothing. */
+	cr_assert_eq(ripc__reg_join(400), 0);
+	cr_assert_eq(ripc__reg_join(400), 0);
+	cr_assert_eq(ripc__reg_lookup_mcast(400, m, 8, &mc), N + 1);
+	cr_assert(has_pid(m, N + 1, getpid()));
+	/* max is respected. */
+	cr_assert_eq(ripc__reg_lookup_mcast(400, m, 2, &mc), 2);
+	/* It is not a unicast ID. */
+	cr_assert_eq(ripc__reg_lookup(400, &out), -ENOENT);
+
+	/* A member that died drops out. */
+	child_kill(&c[1]);
+	n = ripc__reg_lookup_mcast(400, m, 8, &mc);
+	cr_assert_eq(n, N, "dead member still listed");
+	cr_assert(!has_pid(m, n, c[1].pid));
+	cr_assert(has_pid(m, n, c[0].pid) && has_pid(m, n, c[2].pid));
+
+	/* Leaving. */
+	cr_assert_eq(ripc__reg_release(400), 0);
+	n = ripc__reg_lookup_mcast(400, m, 8, &mc);
+	cr_assert_eq(n, N - 1);
+	cr_assert(!has_pid(m, n, getpid()));
+	child_release(&c[0]);
+	child_release(&c[2]);
+	cr_assert_eq(ripc__reg_lookup_mcast(400, m, 8, &mc), 0);
+}
+
+Test(registry, unicast_and_multicast_exclusive)
+{
+	struct ripc_reg_proc_info m[4];
+	struct child c;
+	bool mc = true;
+
+	open_attach(0xa0);
+	/* A live multicast group keeps its ID from unicast claims. */
+	cr_assert_eq(spawn(&c, OP_JOIN, 410, false), 0);
+	cr_assert_eq(ripc__reg_claim(410), -EEXIST);
+	/* ... until its last member is gone. */
+	child_kill(&c);
+	cr_assert_eq(ripc__reg_claim(410), 0, "dead group's ID not free");
+	cr_assert_eq(ripc__reg_lookup_mcast(410, m, 4, &mc), 0);
+	cr_assert(!mc, "claimed ID still multicast");
+
+	/* A live unicast owner keeps its ID from joins. */
+	cr_assert_eq(spawn(&c, OP_CLAIM, 411, false), 0);
+	cr_assert_eq(ripc__reg_join(411), -EEXIST);
+	cr_assert_eq(ripc__reg_lookup_mcast(411, m, 4, &mc), 0);
+	cr_assert(!mc);
+	child_kill(&c);
+	cr_assert_eq(ripc__reg_join(411), 0, "dead owner's ID not joinable");
+
+	/* Within one process too. */
+	cr_assert_eq(ripc__reg_claim(412), 0);
+	cr_assert_eq(ripc__reg_join(412), -EEXIST);
+	cr_assert_eq(ripc__reg_join(413), 0);
+	cr_assert_eq(ripc__reg_claim(413), -EEXIST);
+}
+
+Test(registry, multicast_membership_limit)
+{
+	open_attach(0xb0);
+	for (int i = 0; i < RIPC_REG_MAX_MCAST; i++)
+		cr_assert_eq(ripc__reg_join((uint16_t)(1000 + i)), 0,
+			     "join %d", i);
+	cr_assert_eq(ripc__reg_join(2000), -ENOSPC);
+	/* Leaving one makes room again. */
+	cr_assert_eq(ripc__reg_release(1005), 0);
+	cr_assert_eq(ripc__reg_join(2000), 0);
+}
+
+/* ---- change counter ------------------------------------------------- */
+
+Test(registry, version_changes_on_every_mutation)
+{
+	struct ripc_reg_proc_info me = my_info(0xc0), out;
+	struct child c;
+	uint64_t v, w;
+
+	cr_assert_eq(ripc__reg_open(path), 0);
+	v = ripc__reg_version();
+#define CHANGED(what)                                                        \
+	do {                                                                 \
+		w = ripc__reg_version();                                     \
+		cr_assert_neq(w, v, "version unchanged by %s", what);        \
+		v = w;                                                       \
+	} while (0)
+	cr_assert_eq(ripc__reg_attach(&me), 0);
+	CHANGED("attach");
+	cr_assert_eq(ripc__reg_claim(10), 0);
+	CHANGED("claim");
+	cr_assert_eq(ripc__reg_join(11), 0);
+	CHANGED("join");
+	cr_assert_eq(ripc__reg_join(12), 0);
+	CHANGED("second join");
+	cr_assert_eq(ripc__reg_release(10), 0);
+	CHANGED("release");
+	cr_assert_eq(ripc__reg_release(11), 0);
+	CHANGED("leave");
+
+	/* Another process's mutations show in this one's counter. */
+	cr_assert_eq(spawn(&c, OP_CLAIM, 13, true), 0);
+	CHANGED("another process's attach and claim");
+	child_release(&c);
+	CHANGED("another process's detach");
+	cr_assert_eq(spawn(&c, OP_CLAIM, 14, false), 0);
+	CHANGED("another process's claim");
+	child_kill(&c);
+	cr_assert_eq(ripc__reg_claim(14), 0);
+	CHANGED("reclaim of a dead owner's ID");
+
+	cr_assert_eq(ripc__reg_lookup(14, &out), 0);
+	ripc__reg_detach();
+	CHANGED("detach");
+#undef CHANGED
+}
+
+/* ---- foreach -------------------------------------------------------- */
+
+struct seen {
+	int unicast, mcast;
+	bool bad;
+};
+
+static void count_cb(uint16_t id, bool mcast,
+		     const struct ripc_reg_proc_info *owner, void *arg)
+{
+	struct seen *s = arg;
+
+	if (owner->pid != getpid())
+		s->bad = true;
+	if (mcast && id == 21)
+		s->mcast++;
+	else if (!mcast && (id == 20 || id == 22))
+		s->unicast++;
+	else
+		s->bad = true;
+}
+
+Test(registry, foreach_lists_live_registrations)
+{
+	struct seen s = { 0 };
+	struct child c;
+
+	open_attach(0xd0);
+	cr_assert_eq(ripc__reg_claim(20), 0);
+	cr_assert_eq(ripc__reg_join(21), 0);
+	cr_assert_eq(ripc__reg_claim(22), 0);
+	/* A dead process's registration is not listed. */
+	cr_assert_eq(spawn(&c, OP_CLAIM, 23, false), 0);
+	child_kill(&c);
+	ripc__reg_foreach(count_cb, &s);
+	cr_assert(!s.bad, "unexpected registration listed");
+	cr_assert_eq(s.unicast, 2);
+	cr_assert_eq(s.mcast, 1);
+}
+
+/* ---- process identity ----------------------------------------------- */
+
+Test(registry, starttime_and_alive)
+{
+	uint64_t st = ripc__proc_starttime(getpid());
+
+	cr_assert_neq(st, 0);
+	cr_assert_eq(ripc__proc_starttime(getpid()), st, "not stable");
+	cr_assert(ripc__proc_alive(getpid(), st));
+	/* A recycled pid has another start time. */
+	cr_assert(!ripc__proc_alive(getpid(), st + 1));
+	cr_assert(!ripc__proc_alive(getpid(), st - 1));
+	cr_assert(!ripc__proc_alive(getpid(), 0));
+	cr_assert(!ripc__proc_alive(0, st));
+	cr_assert(!ripc__proc_alive(-1, st));
+	cr_assert(!ripc__proc_alive(-(int)getpid(), st));
+	/* pid 1 exists; when not root, kill(1, 0) fails with EPERM. */
+	cr_assert(ripc__proc_alive(1, ripc__proc_starttime(1)));
+}
+
+Test(registry, dead_process_not_alive)
+{
+	uint64_t st;
+	pid_t pid;
+	int fd[2];
+	char b;
+
+	cr_assert_eq(pipe(fd), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		close(fd[1]);
+		while (read(fd[0], &b, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(fd[0]);
+	st = ripc__proc_starttime(pid);
+	cr_assert_neq(st, 0);
+	cr_assert_geq(st, ripc__proc_starttime(getpid()),
+		      "child started before its parent");
+	cr_assert(ripc__proc_alive(pid, st));
+	close(fd[1]);
+	cr_assert_eq(waitpid(pid, NULL, 0), pid);
+	/* Gone (or, if the pid was recycled already, someone else). */
+	cr_assert(!ripc__proc_alive(pid, st));
+}
+
+/*
+ * The command name in /proc/<pid>/stat may contain ") " and digits; the
+ * start time must still come from the real field 22.  The child reports
+ * its start time read under its ordinary name, then renames itself.
+ */
+Test(registry, starttime_with_hostile_comm)
+{
+	uint64_t before, after;
+	int res[2], hold[2];
+	pid_t pid;
+	char b;
+
+	cr_assert_eq(pipe(res), 0);
+	cr_assert_eq(pipe(hold), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		uint64_t s;
+
+		close(hold[1]);
+		s = ripc__proc_starttime(getpid());
+		prctl(PR_SET_NAME, "x) S 1 2 3 4 5", 0, 0, 0);
+		if (write(res[1], &s, sizeof(s)) != sizeof(s))
+			_exit(1);
+		while (read(hold[0], &b, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(res[1]);
+	close(hold[0]);
+	cr_assert_eq(read(res[0], &before, sizeof(before)),
+		     (ssize_t)sizeof(before));
+	after = ripc__proc_starttime(pid);
+	close(hold[1]);
+	waitpid(pid, NULL, 0);
+	cr_assert_neq(before, 0);
+	cr_assert_eq(after, before, "start time %llu after rename, %llu before",
+		     (unsigned long long)after, (unsigned long long)before);
+}
+
+Test(registry, host_id_stable)
+{
+	uint64_t h = ripc__host_id();
+
+	cr_assert_neq(h, 0);
+	cr_assert_eq(ripc__host_id(), h);
+}
