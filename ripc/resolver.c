@@ -27,8 +27,6 @@
 
 #define RES_MAGIC 0x52495052u /* bytes "RPIR" */
 #define RES_VERSION 1
-#define RES_HDR 40
-#define RES_MAX_DGRAM (RES_HDR + RIPC_PROV_MAX * (2 + RIPC_ADDR_MAX))
 #define RES_MAX_RECORDS 4096
 #define RES_INPUT_BATCH 64
 #define RES_QUERY_GAP_NS 50000000ull /* per-ID query rate limit */
@@ -50,12 +48,6 @@ struct res_rec {
 	struct res_member m[RIPC_RES_MAX_MEMBERS];
 };
 
-struct res_dgram {
-	uint8_t type, flags, naddr;
-	uint16_t service, reply_port;
-	uint64_t nonce;
-	struct ripc_reg_proc_info info;
-};
 
 struct res_announce {
 	uint16_t id;
@@ -129,7 +121,7 @@ static uint64_t get64(const uint8_t *p)
 	return le64toh(v);
 }
 
-static size_t encode(const struct res_dgram *d, uint8_t *buf)
+size_t ripc__res_encode(const struct res_dgram *d, uint8_t *buf)
 {
 	size_t off = RES_HDR;
 	unsigned naddr = 0;
@@ -160,7 +152,7 @@ static size_t encode(const struct res_dgram *d, uint8_t *buf)
 }
 
 /* Validate a datagram; false if anything is off. */
-static bool decode(const uint8_t *buf, size_t len, struct res_dgram *d)
+bool ripc__res_decode(const uint8_t *buf, size_t len, struct res_dgram *d)
 {
 	size_t off = RES_HDR;
 
@@ -217,7 +209,7 @@ static void self_info(struct ripc_reg_proc_info *info)
 static void send_to(const struct res_dgram *d, const struct sockaddr_in *to)
 {
 	uint8_t buf[RES_MAX_DGRAM];
-	size_t n = encode(d, buf);
+	size_t n = ripc__res_encode(d, buf);
 
 	if (sendto(res.ufd, buf, n, MSG_DONTWAIT, (const struct sockaddr *)to,
 		   sizeof(*to)) < 0)
@@ -548,7 +540,7 @@ int ripc__resolver_input(void)
 				break;
 			handled++;
 			if (flen != sizeof(from) || from.sin_family != AF_INET ||
-			    !decode(buf, (size_t)n, &d)) {
+			    !ripc__res_decode(buf, (size_t)n, &d)) {
 				CTX->stats.drops_malformed++;
 				continue;
 			}

@@ -18,6 +18,21 @@
 #include "registry.h"
 
 #define RIPC_RES_MAX_MEMBERS 256
+#define RES_HDR 40
+#define RES_MAX_DGRAM (RES_HDR + RIPC_PROV_MAX * (2 + RIPC_ADDR_MAX))
+
+/* A resolver datagram (layout: ripc_protocol(7), RESOLVER). */
+struct res_dgram {
+	uint8_t type, flags, naddr;
+	uint16_t service, reply_port;
+	uint64_t nonce;
+	struct ripc_reg_proc_info info;
+};
+
+/* Encode (buf >= RES_MAX_DGRAM bytes) / validate-and-decode a datagram;
+ * exposed for the unit tests and the fuzzer. */
+size_t ripc__res_encode(const struct res_dgram *d, uint8_t *buf);
+bool ripc__res_decode(const uint8_t *buf, size_t len, struct res_dgram *d);
 
 /* Open the sockets (no-op when RIPC_RESOLVER=0).  0 or RIPC_E*. */
 int ripc__resolver_open(void);
