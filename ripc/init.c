@@ -217,6 +217,7 @@ static int init_locked(void)
 		goto fail;
 	if (!CTX->cfg.manual_progress && (err = ripc__thread_start()))
 		goto fail;
+	ripc__watchdog_start();
 	return RIPC_OK;
 fail:
 	ripc__resolver_close();
@@ -280,6 +281,7 @@ RIPC_API void ripc_finalize(void)
 		if (CTX->svc[i])
 			ripc__wake_waiters(CTX->svc[i]);
 	ripc__unlock();
+	ripc__watchdog_stop();
 	ripc__thread_stop();
 
 	ripc__lock();

@@ -286,6 +286,68 @@ static void *progress_main(void *arg)
 	return NULL;
 }
 
+/* ---- the watchdog thread ---------------------------------------------
+ * Runs the transports' watchdog ops (ripc_prov.h) every 200 ms without
+ * taking the library lock: the thread it rescues may be holding it. */
+static pthread_t wd_thread;
+static bool wd_running;
+static pthread_mutex_t wd_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wd_cond = PTHREAD_COND_INITIALIZER;
+static bool wd_stop;
+
+static void *watchdog_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&wd_lock);
+	while (!wd_stop) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 200000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&wd_cond, &wd_lock, &ts);
+		if (wd_stop)
+			break;
+		pthread_mutex_unlock(&wd_lock);
+		for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
+			struct ripc_tp *t = &CTX->tp[i];
+
+			if (t->open && t->ops->watchdog)
+				t->ops->watchdog(t->p);
+		}
+		pthread_mutex_lock(&wd_lock);
+	}
+	pthread_mutex_unlock(&wd_lock);
+	return NULL;
+}
+
+void ripc__watchdog_start(void)
+{
+	bool needed = false;
+
+	for (unsigned i = 0; i < RIPC_PROV_MAX; i++)
+		needed |= CTX->tp[i].open && CTX->tp[i].ops->watchdog;
+	if (!needed)
+		return;
+	wd_stop = false;
+	wd_running = pthread_create(&wd_thread, NULL, watchdog_main, NULL) == 0;
+}
+
+void ripc__watchdog_stop(void)
+{
+	if (!wd_running)
+		return;
+	pthread_mutex_lock(&wd_lock);
+	wd_stop = true;
+	pthread_cond_signal(&wd_cond);
+	pthread_mutex_unlock(&wd_lock);
+	pthread_join(wd_thread, NULL);
+	wd_running = false;
+}
+
 int ripc__thread_start(void)
 {
 	int ret;

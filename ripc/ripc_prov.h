@@ -160,6 +160,14 @@ struct ripc_prov_ops {
 
 	/* Close everything; cancels outstanding ops without completions. */
 	void (*close)(struct ripc_prov *p);
+
+	/* Optional (NULL if not needed).  Repairs state that a peer killed at
+	 * the wrong moment leaves behind in memory shared with it, so that
+	 * this process does not wait for it forever.  The exception to the
+	 * serialisation rule: called about every 200 ms from a thread that
+	 * holds no library lock (the thread that is stuck may hold it), so it
+	 * must touch only such shared state, never the handle's own. */
+	void (*watchdog)(struct ripc_prov *p);
 };
 
 /* Transports compiled into the library, indexed by enum ripc_prov_id. */

@@ -7,6 +7,7 @@
 #      checks;
 #   2. the conformance suite (server/client pairs) over shm, tcp and verbs
 #      (verbs reports Notrun where no RDMA device exists);
+#   2b. fault scenarios: restart, move, dead peers (test/scripts/faults.sh);
 #   3. both again under AddressSanitizer + UndefinedBehaviorSanitizer in
 #      ./build-asan.
 # Environment: RIPC_TEST_QUICK=1 skips the sanitizer pass.
@@ -59,6 +60,19 @@ run_suite() { # <builddir> <label> <providers...>
 
 run_make_check build default
 run_suite build default shm tcp verbs
+
+# Services that crash, restart and move; peers that die mid-transfer
+# (network namespaces as hosts where they can be created).
+run_faults() { # <builddir> <label>
+	local out=$log/$2.faults p f
+	test/scripts/faults.sh -b "$1/test/functional" 2>/dev/null | tee "$out" |
+		grep -E 'Fail|Notrun' || true
+	p=$(tail -n 1 "$out" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p')
+	f=$(tail -n 1 "$out" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p')
+	[ -z "$p" ] && { p=0; f=1; }
+	tally "$2: faults" "$p" "$f"
+}
+run_faults build default
 
 if [ "${RIPC_TEST_QUICK:-0}" != 1 ]; then
 	mkdir -p build-asan

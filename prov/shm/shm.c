@@ -5,8 +5,18 @@
  * uses process_vm_readv/writev without checking keys (ref §2, §3.2): the
  * trust boundary is the user id.  RIPC_SHM_CHECKED withholds VIRT_ADDR.
  */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <rdma/fabric.h>
 
+#include "log.h"
 #include "ofi.h"
 
 static const struct ripc_ofi_row shm_row = {
@@ -27,4 +37,124 @@ static int shm_open(const struct ripc_prov_opts *opts, struct ripc_prov **out,
 	return ripc__ofi_open(&shm_row, opts, out, attr);
 }
 
-const struct ripc_prov_ops ripc__prov_shm_ops = RIPC_OFI_OPS(shm_open);
+/*
+ * Quirk: libfabric 1.17's shm provider guards each endpoint's region with a
+ * process-shared pthread spinlock, and holds the *target's* lock for the
+ * whole CMA copy of an RMA (smr_rma.c, fast path) as well as while it
+ * enqueues a command into a peer's region.  A peer SIGKILLed inside such a
+ * section leaves the lock held for good, and this process then spins in
+ * fi_cq_read (or in a send) forever (ref §4.3; seen in our fault tests).
+ *
+ * The watchdog finds the shm regions this process has mapped
+ * (/dev/shm/<pid>:<n>:<n> in /proc/self/maps), checks that each looks like
+ * the 1.17 layout (version 4, the pid of its name at offset 4; for our own
+ * region also its own address at offset 16), and samples the spinlock at
+ * offset 24 with trylock.  A lock seen held at every sample for
+ * WD_HELD_NS is released when only a dead process can hold it: in a dead
+ * process's region, or in our own (nobody holds ours that long while
+ * alive: the longest section is one read chunk's copy).  Anything that
+ * does not validate is left alone.
+ */
+#define WD_REGIONS 300
+#define WD_HELD_NS 2000000000ull
+#define SMR117_VERSION 4
+#define SMR117_PID_OFF 4
+#define SMR117_BASE_OFF 16
+#define SMR117_LOCK_OFF 24
+
+static struct wd_region {
+	uintptr_t addr;
+	uint64_t held_since; /* 0: not seen held */
+} wd[WD_REGIONS];
+
+static uint64_t wd_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static struct wd_region *wd_slot(uintptr_t addr)
+{
+	struct wd_region *free_slot = NULL;
+
+	for (int i = 0; i < WD_REGIONS; i++) {
+		if (wd[i].addr == addr)
+			return &wd[i];
+		if (!wd[i].addr && !free_slot)
+			free_slot = &wd[i];
+	}
+	if (free_slot) {
+		free_slot->addr = addr;
+		free_slot->held_since = 0;
+	}
+	return free_slot;
+}
+
+static void wd_check(uintptr_t start, int name_pid, uint64_t now)
+{
+	const uint8_t *r = (const uint8_t *)start;
+	pthread_spinlock_t *lock;
+	struct wd_region *w;
+	int pid;
+	uintptr_t base;
+	bool own = name_pid == getpid();
+
+	memcpy(&pid, r + SMR117_PID_OFF, sizeof(pid));
+	memcpy(&base, r + SMR117_BASE_OFF, sizeof(base));
+	if (r[0] != SMR117_VERSION || pid != name_pid || (own && base != start))
+		return; /* not a layout we know: hands off */
+	lock = (pthread_spinlock_t *)(uintptr_t)(start + SMR117_LOCK_OFF);
+	if (!(w = wd_slot(start)))
+		return;
+	if (pthread_spin_trylock(lock) == 0) {
+		pthread_spin_unlock(lock);
+		w->held_since = 0;
+		return;
+	}
+	if (!w->held_since) {
+		w->held_since = now;
+		return;
+	}
+	if (now - w->held_since < WD_HELD_NS)
+		return;
+	if (!own && !(kill(pid, 0) < 0 && errno == ESRCH))
+		return; /* a live peer's own business */
+	ripc__log(RIPC_LOG_WARN,
+		  "shm: region lock of %s held for %.1f s, its holder must "
+		  "have died: releasing it",
+		  own ? "this process" : "a dead peer",
+		  (double)(now - w->held_since) / 1e9);
+	pthread_spin_unlock(lock);
+	w->held_since = 0;
+}
+
+void ripc__shm_watchdog(struct ripc_prov *p)
+{
+	FILE *maps = fopen("/proc/self/maps", "re");
+	char line[512];
+	uint64_t now = wd_now();
+
+	(void)p;
+	if (!maps)
+		return;
+	while (fgets(line, sizeof(line), maps)) {
+		unsigned long lo, hi;
+		char *name = strstr(line, "/dev/shm/");
+		int pid, a, b, n = 0;
+
+		if (!name || sscanf(line, "%lx-%lx", &lo, &hi) != 2 ||
+		    hi - lo < 4096 ||
+		    sscanf(name + 9, "%d:%d:%d%n", &pid, &a, &b, &n) != 3 ||
+		    (name[9 + n] != '\n' && name[9 + n] != ' '))
+			continue;
+		if (!strstr(line, "rw-s"))
+			continue;
+		wd_check((uintptr_t)lo, pid, now);
+	}
+	fclose(maps);
+}
+
+const struct ripc_prov_ops ripc__prov_shm_ops =
+	RIPC_OFI_OPS_WATCHDOG(shm_open, ripc__shm_watchdog);

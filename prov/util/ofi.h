@@ -24,6 +24,9 @@ struct ripc_ofi_row {
 	bool unchecked_fast_rma;
 };
 
+/* shm quirk (prov/shm): see the watchdog op in ripc_prov.h. */
+void ripc__shm_watchdog(struct ripc_prov *p);
+
 int ripc__ofi_open(const struct ripc_ofi_row *row,
 		   const struct ripc_prov_opts *opts, struct ripc_prov **out,
 		   struct ripc_prov_attr *attr);
@@ -52,8 +55,9 @@ bool ripc__ofi_trywait(struct ripc_prov *p);
 void ripc__ofi_close(struct ripc_prov *p);
 
 /* Ops table of a libfabric transport whose open calls ripc__ofi_open()
- * with its row. */
-#define RIPC_OFI_OPS(open_fn)                                                \
+ * with its row (and which may need a watchdog, see ripc_prov.h). */
+#define RIPC_OFI_OPS(open_fn) RIPC_OFI_OPS_WATCHDOG(open_fn, NULL)
+#define RIPC_OFI_OPS_WATCHDOG(open_fn, wd_fn)                                \
 	{                                                                    \
 		.open = (open_fn), .getname = ripc__ofi_getname,             \
 		.av_insert = ripc__ofi_av_insert,                            \
@@ -63,7 +67,7 @@ void ripc__ofi_close(struct ripc_prov *p);
 		.read = ripc__ofi_read, .write = ripc__ofi_write,            \
 		.mr_reg = ripc__ofi_mr_reg, .mr_close = ripc__ofi_mr_close,  \
 		.poll = ripc__ofi_poll, .trywait = ripc__ofi_trywait,        \
-		.close = ripc__ofi_close,                                    \
+		.close = ripc__ofi_close, .watchdog = (wd_fn),               \
 	}
 
 #endif

@@ -1,0 +1,203 @@
+/*
+ * Long sends (256 MiB) whose peer is killed in the middle of the pull.
+ * Run by test/scripts/faults.sh with RIPC_PROVIDER set.
+ *
+ *   ripc_longfault receiver-dies
+ *       This process long-sends to a child that is SIGKILLed while it
+ *       pulls.  The registrations must be released after
+ *       RIPC_LONG_TIMEOUT_MS (2 s here) and the process keep working.
+ *   ripc_longfault sender-dies
+ *       A child long-sends to this process and is SIGKILLed at once.  The
+ *       receive must end with RIPC_EPULL within RIPC_PULL_TIMEOUT_MS (3 s
+ *       here), and a message from another sender must still arrive.
+ * The last line says what happened; exit 0 if it is what must happen.
+ */
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ripc.h>
+
+#define BIG (256u << 20)
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void shm_cleanup(pid_t pid)
+{
+	char prefix[32];
+	struct dirent *d;
+	DIR *dir = opendir("/dev/shm");
+
+	snprintf(prefix, sizeof(prefix), "%d:", (int)pid);
+	while (dir && (d = readdir(dir))) {
+		if (!strncmp(d->d_name, prefix, strlen(prefix))) {
+			char path[300];
+
+			snprintf(path, sizeof(path), "/dev/shm/%s", d->d_name);
+			unlink(path);
+		}
+	}
+	if (dir)
+		closedir(dir);
+}
+
+static int fail(const char *what)
+{
+	printf("FAIL: %s (%s)\n", what, ripc_strerror(ripc_last_error()));
+	return 1;
+}
+
+static int receiver_dies(void)
+{
+	int pfd[2];
+	uint16_t rid, me;
+	pid_t child;
+	uint8_t *buf;
+	double t0, t_rel;
+	struct ripc_stats st;
+
+	if (pipe(pfd))
+		return 1;
+	child = fork();
+	if (child == 0) {
+		/* The receiver: registers, tells its ID, pulls, is killed. */
+		uint16_t id = ripc_register_random_service_id();
+
+		if (write(pfd[1], &id, sizeof(id)) != sizeof(id))
+			_exit(1);
+		for (;;)
+			ripc_receive(id, NULL, NULL, NULL, NULL, NULL, NULL,
+				     NULL);
+	}
+	if (read(pfd[0], &rid, sizeof(rid)) != sizeof(rid) ||
+	    rid == RIPC_INVALID_SERVICE_ID)
+		return fail("receiver did not start");
+	me = ripc_register_random_service_id();
+	buf = ripc_buf_alloc(BIG);
+	if (me == RIPC_INVALID_SERVICE_ID || !buf)
+		return fail("setup");
+	memset(buf, 0x5a, BIG);
+	void *b[1] = { buf };
+	uint32_t l[1] = { BIG };
+
+	if (ripc_send_long(me, rid, b, l, 1, NULL, NULL, 0))
+		return fail("long send");
+	t0 = now();
+	usleep(20000); /* the receiver is pulling now */
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	shm_cleanup(child);
+	/* Released after the timeout (or at once if the pull had ended). */
+	if (ripc_wait_released(buf, 10000))
+		return fail("registrations never released");
+	t_rel = now() - t0;
+	ripc_stats(&st, sizeof(st));
+	/* Still working: a message to ourselves. */
+	const char *hi = "still here";
+	void *hb[1] = { (void *)hi };
+	uint32_t hl[1] = { 11 };
+	void **si;
+	uint32_t *ss;
+	uint16_t ns;
+
+	if (ripc_send_short(me, me, hb, hl, 1, NULL, NULL, 0) ||
+	    ripc_receive_timeout(me, NULL, &si, &ss, &ns, NULL, NULL, NULL,
+				 5000) ||
+	    ns != 1 || strcmp(si[0], hi))
+		return fail("process unusable after its receiver died");
+	ripc_buf_free(si[0]);
+	free(si);
+	free(ss);
+	printf("receiver killed 20 ms into the pull: registrations released "
+	       "after %.2f s (%s), process still works\n",
+	       t_rel, st.long_timeouts ? "timeout" : "pull had completed");
+	/* The pull of 256 MiB cannot complete in 20 ms: it must have been
+	 * the timeout, within its 2 s and a margin for the timer. */
+	return (st.long_timeouts == 1 && t_rel >= 1.5 && t_rel < 4) ? 0 : 1;
+}
+
+static int sender_dies(void)
+{
+	uint16_t me = ripc_register_random_service_id();
+	pid_t child;
+	void **si, **li;
+	uint32_t *ss, *ls;
+	uint16_t ns, nl, from;
+	double t0;
+	int r;
+
+	if (me == RIPC_INVALID_SERVICE_ID)
+		return fail("register");
+	child = fork();
+	if (child == 0) {
+		/* The sender: exposes 256 MiB, and dies right away. */
+		uint16_t id = ripc_register_random_service_id();
+		uint8_t *buf = ripc_buf_alloc(BIG);
+		void *b[1] = { buf };
+		uint32_t l[1] = { BIG };
+
+		if (!buf || ripc_send_long(id, me, b, l, 1, NULL, NULL, 0))
+			_exit(1);
+		usleep(5000);
+		raise(SIGKILL);
+	}
+	t0 = now();
+	r = ripc_receive_timeout(me, &from, &si, &ss, &ns, &li, &ls, &nl,
+				 20000);
+	waitpid(child, NULL, 0);
+	shm_cleanup(child);
+	if (r == RIPC_OK)
+		return fail("the pull from a killed sender succeeded");
+	if (r != RIPC_EPULL)
+		return fail("expected RIPC_EPULL");
+	double t_err = now() - t0;
+
+	/* Another sender's message still arrives. */
+	child = fork();
+	if (child == 0) {
+		uint16_t id = ripc_register_random_service_id();
+		const char *hi = "next";
+		void *b[1] = { (void *)hi };
+		uint32_t l[1] = { 5 };
+
+		r = ripc_send_short(id, me, b, l, 1, NULL, NULL, 0);
+		ripc_finalize();
+		_exit(r);
+	}
+	r = ripc_receive_timeout(me, &from, &si, &ss, &ns, &li, &ls, &nl,
+				 20000);
+	waitpid(child, NULL, 0);
+	if (r || ns != 1 || strcmp(si[0], "next"))
+		return fail("no message after the failed pull");
+	ripc_buf_free(si[0]);
+	free(si);
+	free(ss);
+	printf("sender killed during the pull: receive ended with RIPC_EPULL "
+	       "after %.2f s; the next message arrived\n",
+	       t_err);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	setenv("RIPC_LONG_TIMEOUT_MS", "2000", 1);
+	setenv("RIPC_PULL_TIMEOUT_MS", "3000", 1);
+	if (argc == 2 && !strcmp(argv[1], "receiver-dies"))
+		return receiver_dies();
+	if (argc == 2 && !strcmp(argv[1], "sender-dies"))
+		return sender_dies();
+	fprintf(stderr, "usage: %s receiver-dies|sender-dies\n", argv[0]);
+	return 2;
+}

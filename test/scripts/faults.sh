@@ -1,0 +1,276 @@
+#!/usr/bin/env bash
+# faults.sh - services that crash, restart and move; peers that die.
+#
+# Usage: faults.sh [-b bindir] [-m] [scenario ...]
+#   scenarios: netns (three network namespaces as hosts A, B, C, created
+#   and removed here; Notrun where namespaces cannot be created), tcp and
+#   shm (one host), longfault-tcp, longfault-shm.  Default: all.
+#   -m: measure instead of test: 20 restarts over tcp and shm (time from
+#   registration to the first delivered message) and the resolver's query
+#   latency between namespaces, as benchmark lines.
+#
+# Restart scenario: a client sends a request every 10 ms to service 42 on A;
+# A is killed (SIGKILL) and restarted; later 42 moves to B (unregistered on
+# A, registered on B).  Every request must end (answered or an error, none
+# longer than the bound below), and answers must resume within 1 s of each
+# new registration.  Output: one line per check, then "N passed, N failed".
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+bindir=${RIPC_TEST_BINDIR:-$here/../functional}
+measure=0
+while getopts "b:mh" o; do
+	case $o in
+	b) bindir=$OPTARG ;;
+	m) measure=1 ;;
+	*) sed -n '2,18p' "$0"; exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+scenarios=${*:-netns tcp shm longfault-tcp longfault-shm}
+prog=$bindir/ripc_failover
+lf=$bindir/ripc_longfault
+tmp=$(mktemp -d /tmp/ripcfault.XXXXXX)
+tag=rf$$
+sub=$((($$ % 200) + 20))
+pids=()
+namespaces=()
+pass=0 fail=0 notrun=0
+MAX_REQ_MS=2000    # no request may take longer (bounded outcomes)
+RESUME_MS=1000     # answers resume within this after a registration
+
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	for p in "${pids[@]}"; do rm -f /dev/shm/"$p":* 2>/dev/null; done
+	for p in "${namespaces[@]}"; do ip netns del "$p" 2>/dev/null; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+
+result() { # result <name> <0|1|77> <detail>
+	local st=Pass
+	if [ "$2" = 77 ]; then st=Notrun; notrun=$((notrun + 1))
+	elif [ "$2" = 0 ]; then pass=$((pass + 1))
+	else st=Fail; fail=$((fail + 1)); fi
+	printf '%-44s %-7s %s\n' "$1:" "$st" "$3"
+}
+
+# wait_for <file> <pattern> <seconds>
+wait_for() {
+	local i=0
+	while ! grep -q "$2" "$1" 2>/dev/null; do
+		i=$((i + 1)); [ $i -gt $(($3 * 20)) ] && return 1
+		sleep 0.05
+	done
+}
+
+# stop <pid> <seconds>: wait for it, kill it after the time
+stop() {
+	local i=0
+	while kill -0 "$1" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -gt $(($2 * 20)) ] && { kill -KILL "$1" 2>/dev/null; break; }
+		sleep 0.05
+	done
+	wait "$1" 2>/dev/null
+}
+
+# ---- hosts -------------------------------------------------------------
+
+# env for host h (A, B, C): RIPC_* and FI_* settings, as "VAR=val ..." words
+host_env=()
+setup_hosts() {
+	local sw=${tag}S h i=1
+	ip netns add "$sw" 2>/dev/null || return 1
+	namespaces+=("$sw")
+	ip netns exec "$sw" ip link add br0 type bridge || return 1
+	ip netns exec "$sw" ip link set br0 type bridge mcast_snooping 0
+	ip netns exec "$sw" ip link set br0 up
+	for h in A B C; do
+		local ns=$tag$h
+		ip netns add "$ns" || return 1
+		namespaces+=("$ns")
+		ip link add "$tag$h" type veth peer name "${tag}${h}s" || return 1
+		ip link set "$tag$h" netns "$ns"
+		ip link set "${tag}${h}s" netns "$sw"
+		ip netns exec "$sw" ip link set "${tag}${h}s" master br0
+		ip netns exec "$sw" ip link set "${tag}${h}s" up
+		ip netns exec "$ns" ip link set lo up
+		ip netns exec "$ns" ip addr add "10.77.$sub.$i/24" dev "$tag$h"
+		ip netns exec "$ns" ip link set "$tag$h" up
+		i=$((i + 1))
+	done
+}
+
+# run_on <host|-> <log> <cmd...>: start in the background, pid in $last
+last=0
+run_on() {
+	local h=$1 log=$2; shift 2
+	if [ "$h" = - ]; then
+		env "${host_env[@]}" "$@" >"$log" 2>"$log.err" &
+	else
+		local i; case $h in A) i=1 ;; B) i=2 ;; C) i=3 ;; esac
+		ip netns exec "$tag$h" env "${host_env[@]}" \
+			RIPC_TCP_ADDR="10.77.$sub.$i" FI_TCP_IFACE="$tag$h" \
+			RIPC_REGISTRY="$tmp/reg.$h" RIPC_RESOLVER_PORT=$((40000 + sub)) \
+			"$@" >"$log" 2>"$log.err" &
+	fi
+	last=$!
+	pids+=("$last")
+}
+
+# ---- the restart/move scenario -----------------------------------------
+
+# analyse <dir>: checks on client.log against the REG lines
+analyse() {
+	local d=$1
+	cat "$d"/svc.*.log >"$d/reg" 2>/dev/null
+	awk -v maxreq=$MAX_REQ_MS -v resume=$RESUME_MS '
+		FNR == NR { if ($1 == "REG") reg[$2] = $3; next }
+		$1 == "REQ" {
+			n++; dur = ($4 - $3) / 1e6
+			if (dur > maxd) maxd = dur
+			if ($5 == "ok") { ok++; lab = $6
+				if (!(lab in first) && $4 >= reg[lab]) first[lab] = $4 }
+			else err[$5]++
+		}
+		END {
+			bad = 0
+			printf "requests %d, answered %d, longest %.0f ms;", n, ok, maxd
+			for (e in err) printf " %s x%d", e, err[e]
+			printf ";"
+			for (l in reg) {
+				if (!(l in first)) { printf " %s: never answered", l; bad = 1; continue }
+				dt = (first[l] - reg[l]) / 1e6
+				printf " %s resumed %.0f ms after registration", l, dt
+				if (l != "A1" && dt > resume) bad = 1
+			}
+			if (maxd > maxreq || n < 100) bad = 1
+			exit bad
+		}' "$d/reg" "$d/client.log"
+}
+
+scenario() { # scenario <name> <hostA> <hostB> <hostC>
+	local name=$1 ha=$2 hb=$3 hc=$4 d=$tmp/$1 a1 a2 b1 c detail rc
+	mkdir -p "$d"
+	run_on "$ha" "$d/svc.A1.log" "$prog" service 42 A1; a1=$last
+	wait_for "$d/svc.A1.log" REG 10 || { result "$name restart/move" 1 "A1 did not start: $(cat "$d/svc.A1.log.err")"; return; }
+	run_on "$hc" "$d/client.log" env RIPC_SEND_TIMEOUT_MS=300 \
+		RIPC_RESOLVE_TIMEOUT_MS=300 "$prog" client 42 9000 10; c=$last
+	sleep 2.5
+	kill -KILL "$a1"; stop "$a1" 5
+	sleep 0.5
+	run_on "$ha" "$d/svc.A2.log" "$prog" service 42 A2; a2=$last
+	wait_for "$d/svc.A2.log" REG 10
+	sleep 2.5
+	kill -USR1 "$a2"; stop "$a2" 10
+	run_on "$hb" "$d/svc.B1.log" "$prog" service 42 B1; b1=$last
+	wait_for "$d/svc.B1.log" REG 10
+	stop "$c" 40; rc=$?
+	kill -TERM "$b1"; stop "$b1" 10
+	detail=$(analyse "$d"); [ $? -eq 0 ] && [ "$rc" -eq 0 ] && rc=0 || rc=1
+	# A killed process leaves nothing that later ones trip over.
+	if ls /dev/shm/"$a1":* >/dev/null 2>&1; then
+		rc=1; detail="$detail; shm region of killed A1 left behind"
+	fi
+	result "$name restart/move" "$rc" "$detail"
+	[ "$rc" -ne 0 ] && tail -n 5 "$d"/*.err | sed 's/^/    /'
+
+	# A destination that never existed: error within the timeout +-20%.
+	run_on "$hc" "$d/ghost.log" env RIPC_SEND_TIMEOUT_MS=300 \
+		RIPC_RESOLVE_TIMEOUT_MS=500 "$prog" client 4343 1500 10; c=$last
+	stop "$c" 30
+	detail=$(awk '$1 == "REQ" { n++; d = ($4 - $3) / 1e6
+		if ($5 != "send:6" || d < 400 || d > 600) bad++
+		if (d > mx) mx = d; if (!mn || d < mn) mn = d }
+		END { printf "%d sends, each failed with RIPC_ENOSERVICE after %.0f-%.0f ms (timeout 500)", n, mn, mx; exit (bad > 0 || n == 0) }' "$d/ghost.log")
+	result "$name unknown ID times out" $? "$detail"
+}
+
+# ---- measurement ---------------------------------------------------------
+
+measure_restarts() { # <mode>
+	local mode=$1 d=$tmp/m-$1 c a k
+	mkdir -p "$d"
+	host_env=(RIPC_PROVIDER=$mode RIPC_REGISTRY=$tmp/reg.m-$mode RIPC_RESOLVER=0 FI_TCP_IFACE=lo)
+	run_on - "$d/svc.0.log" "$prog" service 42 R0; a=$last
+	wait_for "$d/svc.0.log" REG 10
+	run_on - "$d/client.log" env RIPC_SEND_TIMEOUT_MS=200 \
+		RIPC_RESOLVE_TIMEOUT_MS=200 "$prog" client 42 50000 1; c=$last
+	for k in $(seq 1 20); do
+		sleep 0.8
+		kill -KILL "$a"; stop "$a" 5
+		run_on - "$d/svc.$k.log" "$prog" service 42 "R$k"; a=$last
+		wait_for "$d/svc.$k.log" REG 10
+	done
+	sleep 1
+	kill -TERM "$c"; stop "$c" 10; kill -TERM "$a"; stop "$a" 5
+	cat "$d"/svc.*.log >"$d/reg"
+	awk -v mode="$mode" 'FNR == NR { if ($1 == "REG" && $2 != "R0") reg[$2] = $3; next }
+		$1 == "REQ" && $5 == "ok" && ($6 in reg) && !($6 in first) && $4 >= reg[$6] { first[$6] = $4 }
+		END { n = 0; for (l in reg) if (l in first) v[++n] = (first[l] - reg[l]) / 1e6
+			asort_n(v, n)
+			printf "libripc %s 0 restart_resume_ms_median %.1f ms\n", mode, v[int((n + 1) / 2)]
+			printf "libripc %s 0 restart_resume_ms_max %.1f ms\n", mode, v[n]
+			printf "# %s: %d of 20 restarts measured\n", mode, n }
+		function asort_n(a, n,   i, j, t) { for (i = 2; i <= n; i++) { t = a[i]
+			for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t } }' \
+		"$d/reg" "$d/client.log"
+}
+
+measure_resolver() {
+	local d=$tmp/m-res s c
+	mkdir -p "$d"
+	if ! setup_hosts 2>/dev/null; then echo "# resolver: no network namespaces here"; return; fi
+	host_env=()
+	run_on B "$d/svc.log" "$prog" services 30000 200 B; s=$last
+	wait_for "$d/svc.log" REG 10
+	run_on C "$d/res.log" "$prog" resolve 30000 200; c=$last
+	stop "$c" 60
+	cat "$d/res.log"
+	kill -TERM "$s"; stop "$s" 10
+}
+
+# ---- long sends whose peer dies ------------------------------------------
+
+longfault() { # <mode>
+	local mode=$1 d=$tmp/lf-$1 rc
+	mkdir -p "$d"
+	host_env=(RIPC_PROVIDER=$mode RIPC_REGISTRY=$tmp/reg.lf-$mode RIPC_RESOLVER=0 FI_TCP_IFACE=lo)
+	for who in receiver sender; do
+		run_on - "$d/$who.log" "$lf" "$who-dies"; stop "$last" 120; rc=$?
+		result "longfault-$mode: $who killed mid-pull" "$rc" "$(tail -n 1 "$d/$who.log")"
+		[ "$rc" -ne 0 ] && sed 's/^/    /' "$d/$who.log.err" | tail -n 8
+	done
+}
+
+# ---- main ------------------------------------------------------------------
+
+if [ "$measure" = 1 ]; then
+	measure_restarts tcp
+	measure_restarts shm
+	measure_resolver
+	exit 0
+fi
+
+echo "# libripc fault scenarios: $scenarios"
+for s in $scenarios; do
+	case $s in
+	netns)
+		if [ "$(id -u)" -ne 0 ] || ! setup_hosts 2>"$tmp/netns.err"; then
+			result "netns restart/move" 77 "cannot create network namespaces: $(head -c 200 "$tmp/netns.err")"
+			continue
+		fi
+		host_env=()
+		scenario netns A B C ;;
+	tcp | shm)
+		host_env=(RIPC_PROVIDER=$s RIPC_REGISTRY=$tmp/reg.$s RIPC_RESOLVER=0 FI_TCP_IFACE=lo)
+		scenario "$s" - - - ;;
+	longfault-tcp) longfault tcp ;;
+	longfault-shm) longfault shm ;;
+	*) echo "unknown scenario $s"; fail=$((fail + 1)) ;;
+	esac
+done
+echo "# Total Notrun $notrun"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
