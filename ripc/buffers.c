@@ -12,17 +12,17 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "locality.h"
 #include "ripc_int.h"
 
 #define SLOTS_PER_ARENA 16
 #define SLOTS_MAX 2048 /* ~140 MiB; beyond, new messages are dropped */
 
+/* Pages on the NUMA node nearest the NICs in use (plain mmap memory, so
+ * munmap releases it; see locality.h). */
 static void *map_pages(size_t len)
 {
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	return p == MAP_FAILED ? NULL : p;
+	return ripc__loc_alloc(len);
 }
 
 static size_t page_round(size_t len)

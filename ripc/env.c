@@ -69,6 +69,16 @@ const struct ripc_env_var ripc__env_table[RIPC_ENV_COUNT] = {
 	[RIPC_ENV_TEST_MR_BITS] = { "RIPC_TEST_MR_BITS", "",
 		"Testing: behave as if the provider required these memory "
 		"registration modes (local,prov_key,key32)." },
+	[RIPC_ENV_LOCALITY] = { "RIPC_LOCALITY", "1",
+		"0: do not place library memory and the progress thread on the "
+		"NUMA node nearest the NIC; leave them to the kernel." },
+	[RIPC_ENV_NUMA_NODE] = { "RIPC_NUMA_NODE", "",
+		"NUMA node (OS number) for library memory and the progress "
+		"thread. Empty: the node nearest the NIC in use." },
+	[RIPC_ENV_TOPOLOGY] = { "RIPC_TOPOLOGY", "",
+		"Testing: an hwloc XML file (a path with a '/') or synthetic "
+		"description to decide placement on instead of this machine; "
+		"nothing is bound then." },
 };
 /* clang-format on */
 

@@ -8,6 +8,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "locality.h"
 #include "resolver.h"
 #include "retbuf.h"
 #include "ripc_int.h"
@@ -187,6 +188,22 @@ static int init_locked(void)
 
 	if ((err = open_transports()))
 		goto fail;
+	/* Memory and the progress thread near the NICs in use (hwloc). */
+	{
+		struct ripc_loc_nic_req req[RIPC_PROV_MAX];
+		unsigned nreq = 0;
+
+		for (unsigned i = 0; i < RIPC_PROV_MAX; i++)
+			if (CTX->tp[i].open)
+				req[nreq++] = (struct ripc_loc_nic_req){
+					.tp = (int)i,
+					.dev = i == RIPC_PROV_TCP
+						       ? ripc__env_str(
+								 RIPC_ENV_TCP_ADDR)
+						       : NULL
+				};
+		ripc__loc_setup(req, nreq);
+	}
 	if ((err = ripc__arena_init()))
 		goto fail;
 	for (unsigned i = 0; i < RIPC_PROV_MAX; i++)
@@ -231,6 +248,7 @@ fail:
 							 &a->lreg->mr[i]);
 	close_transports();
 	ripc__arena_fini();
+	ripc__loc_teardown();
 	if (CTX->app_fd >= 0)
 		close(CTX->app_fd);
 	CTX->app_fd = -1;
@@ -362,6 +380,7 @@ RIPC_API void ripc_finalize(void)
 	}
 	close_transports();
 	ripc__arena_fini();
+	ripc__loc_teardown();
 	ripc_list_for_each_safe(pos, tmp, &CTX->lregs)
 	{
 		struct ripc_lreg *r =

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "locality.h"
 #include "resolver.h"
 #include "retbuf.h"
 #include "ripc_int.h"
@@ -362,6 +363,7 @@ int ripc__thread_start(void)
 		return RIPC_ENOMEM;
 	}
 	CTX->thread_running = true;
+	ripc__loc_bind_thread(CTX->thread); /* near the NIC; logs failures */
 	return RIPC_OK;
 }
 

@@ -16,7 +16,10 @@
 #      not be installed), or contains characters other than ASCII;
 #  (g) a real page lacks .TH with its own name and section, or a required
 #      section (NAME, DESCRIPTION, SEE ALSO; in man3 also SYNOPSIS and
-#      RETURN VALUE).
+#      RETURN VALUE; in man1 also SYNOPSIS and OPTIONS);
+#  (h) an installed program (bin_PROGRAMS in a Makefile.am / Makefile.inc)
+#      has no page man/man1/<program>.1, or a page in man1 documents no
+#      installed program.
 #
 # The sources are found from this script's location (or $RIPC_SRCDIR), so it
 # works from a separate build directory.  Exit status: 0 ok, 1 problems,
@@ -41,7 +44,7 @@ fi
 
 # Pages of other projects that SEE ALSO sections may name.  Add a page here
 # only when it is referenced on purpose.
-EXTERNAL_PAGES="fabric.7 fi_shm.7 fi_tcp.7 fi_verbs.7 fi_rxm.7 fi_mr.3
+EXTERNAL_PAGES="fi_info.1 lstopo.1 fabric.7 fi_shm.7 fi_tcp.7 fi_verbs.7 fi_rxm.7 fi_mr.3
 fi_rma.3 fi_msg.3 fi_getinfo.3 fi_cm.3 process_vm_readv.2 process_vm_writev.2
 ptrace.2 poll.2 select.2 epoll.7 eventfd.2 getrandom.2 flock.2 fork.2 _exit.2
 atexit.3 malloc.3 free.3 rand.3 signal.7 pthreads.7"
@@ -143,6 +146,7 @@ for page in $pages; do
 		fi
 		required="NAME|DESCRIPTION|SEE ALSO"
 		case $sec in
+		1*) required="NAME|SYNOPSIS|DESCRIPTION|OPTIONS|SEE ALSO" ;;
 		3*) required="NAME|SYNOPSIS|DESCRIPTION|RETURN VALUE|SEE ALSO" ;;
 		esac
 		echo "$required" | tr '|' '\n' >"$tmp/required"
@@ -215,6 +219,32 @@ for f in $functions; do
 done
 [ "$nfunc" -gt 0 ] || fail "no functions found in include/ripc.h"
 
+# ---- (h): a page for every installed program -----------------------------
+# Names in bin_PROGRAMS assignments (continuation lines included), without
+# their directory.
+programs=$(awk '
+	/^[ \t]*bin_PROGRAMS[ \t]*\+?=/ { sub(/^[^=]*=/, ""); on = 1 }
+	on {
+		cont = sub(/\\[ \t]*$/, "")
+		print
+		on = cont
+	}' $makefiles /dev/null | tr ' \t' '\n\n' | grep -v '^$' |
+	grep -v '^\$' | sed 's|.*/||' | sort -u)
+nprog=0
+for p in $programs; do
+	nprog=$((nprog + 1))
+	[ -f "$man/man1/$p.1" ] ||
+		fail "man1/$p.1: missing: $p is an installed program" \
+			"(bin_PROGRAMS)"
+done
+for page in $(ls "$man"/man1/*.1 2>/dev/null); do
+	p=$(basename "$page" .1)
+	case " $(echo $programs) " in
+	*" $p "*) ;;
+	*) fail "man1/$p.1: no installed program $p (bin_PROGRAMS)" ;;
+	esac
+done
+
 # ---- (c): references ------------------------------------------------------
 for page in $pages; do
 	rel=${page#"$man"/}
@@ -272,8 +302,8 @@ fi
 if [ $have_groff = no ]; then
 	echo "check-man: groff not found: warnings (b) not checked"
 fi
-echo "check-man: $npages pages, $nfunc functions, $nvars variables," \
-	"$problems problem(s)"
+echo "check-man: $npages pages, $nfunc functions, $nprog programs," \
+	"$nvars variables, $problems problem(s)"
 if [ "$problems" -gt 0 ]; then
 	exit 1
 fi
