@@ -153,6 +153,18 @@ int ripc_last_error(void);
  * resolving it if needed; NULL if unreachable. */
 const char *ripc_transport_of(uint16_t service);
 
+/* Logging: messages at or above RIPC_LOG_LEVEL go to stderr, or to the
+ * application's handler once one is set (NULL restores stderr). */
+enum ripc_log_level {
+	RIPC_LOG_NONE = 0,
+	RIPC_LOG_ERROR,
+	RIPC_LOG_WARN,
+	RIPC_LOG_INFO,
+	RIPC_LOG_DEBUG,
+};
+typedef void (*ripc_log_handler)(int level, const char *message, void *arg);
+void ripc_set_log_handler(ripc_log_handler handler, void *arg);
+
 struct ripc_stats {
 	uint64_t short_sent, short_recv;
 	uint64_t long_sent, long_recv;

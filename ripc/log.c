@@ -1,3 +1,4 @@
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,6 +10,23 @@
 #include "log.h"
 
 int ripc__log_level = RIPC_LOG_WARN;
+
+/* The application's handler; read and written atomically as a pair under
+ * this lock, which is never held while the handler runs. */
+static pthread_mutex_t handler_lock = PTHREAD_MUTEX_INITIALIZER;
+static ripc_log_handler handler;
+static void *handler_arg;
+
+__attribute__((visibility("default"))) void
+ripc_set_log_handler(ripc_log_handler fn, void *arg)
+{
+	pthread_mutex_lock(&handler_lock);
+	handler = fn;
+	handler_arg = arg;
+	pthread_mutex_unlock(&handler_lock);
+	/* The level may not have been read yet (no init so far). */
+	ripc__log_init();
+}
 
 static const char *const level_names[] = { "none", "error", "warn", "info",
 					   "debug" };
@@ -44,6 +62,15 @@ void ripc__log_emit(int level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line + n, sizeof(line) - n - 1, fmt, ap);
 	va_end(ap);
+	pthread_mutex_lock(&handler_lock);
+	ripc_log_handler fn = handler;
+	void *arg = handler_arg;
+	pthread_mutex_unlock(&handler_lock);
+	if (fn) {
+		/* The handler gets the text without the prefix and newline. */
+		fn(level, line + n, arg);
+		return;
+	}
 	strcat(line, "\n");
 	fputs(line, stderr);
 }

@@ -1,13 +1,7 @@
 #ifndef RIPC_LOG_H
 #define RIPC_LOG_H
 
-enum ripc_log_level {
-	RIPC_LOG_NONE = 0,
-	RIPC_LOG_ERROR,
-	RIPC_LOG_WARN,
-	RIPC_LOG_INFO,
-	RIPC_LOG_DEBUG,
-};
+#include "ripc.h" /* enum ripc_log_level */
 
 extern int ripc__log_level;
 

@@ -8,6 +8,8 @@
 #   2. the conformance suite (server/client pairs) over shm, tcp and verbs
 #      (verbs reports Notrun where no RDMA device exists);
 #   2b. fault scenarios: restart, move, dead peers (test/scripts/faults.sh);
+#   2c. make install, a program built against the installed library with
+#      pkg-config, make distcheck (scripts/check-install.sh);
 #   3. both again under AddressSanitizer + UndefinedBehaviorSanitizer in
 #      ./build-asan.
 # Environment: RIPC_TEST_QUICK=1 skips the sanitizer pass.
@@ -73,6 +75,18 @@ run_faults() { # <builddir> <label>
 	tally "$2: faults" "$p" "$f"
 }
 run_faults build default
+
+# make install, pkg-config against the installed library, make distcheck.
+run_install() {
+	local out=$log/install p f
+	scripts/check-install.sh -j "$(nproc)" >"$out" 2>&1
+	grep -E '^FAIL' "$out" || true
+	p=$(tail -n 1 "$out" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p')
+	f=$(tail -n 1 "$out" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p')
+	[ -z "$p" ] && { tail -n 20 "$out"; p=0; f=1; }
+	tally "install and distcheck" "$p" "$f"
+}
+run_install
 
 if [ "${RIPC_TEST_QUICK:-0}" != 1 ]; then
 	mkdir -p build-asan

@@ -4,6 +4,7 @@
  * setenv() here never leaks into another test.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -208,4 +209,39 @@ Test(env, booleans)
 		cr_assert(ripc__env_bool(RIPC_ENV_SHM_CHECKED), "%s=%s is true",
 			  name(RIPC_ENV_SHM_CHECKED), yes[i]);
 	}
+}
+
+/* ripc_set_log_handler: messages go to the handler (without prefix or
+ * newline), at the configured level only, and NULL restores stderr. */
+static int got_level;
+static char got_msg[512];
+static int got_calls;
+
+static void capture(int level, const char *msg, void *arg)
+{
+	got_level = level;
+	snprintf(got_msg, sizeof(got_msg), "%s", msg);
+	got_calls += arg == (void *)&got_calls;
+}
+
+Test(env, log_handler_receives_warnings)
+{
+	setenv("RIPC_LOG_LEVEL", "warn", 1);
+	ripc_set_log_handler(capture, &got_calls);
+	setenv("RIPC_QUEUE_MAX", "lots", 1);
+	(void)ripc__env_int(RIPC_ENV_QUEUE_MAX); /* warns, gives default */
+	cr_assert_eq(got_calls, 1);
+	cr_assert_eq(got_level, RIPC_LOG_WARN);
+	cr_assert(strstr(got_msg, "RIPC_QUEUE_MAX") != NULL, "%s", got_msg);
+	cr_assert(strchr(got_msg, '\n') == NULL);
+	cr_assert(strncmp(got_msg, "libripc[", 8) != 0);
+
+	/* Below the level: not delivered. */
+	ripc__log(RIPC_LOG_DEBUG, "not shown");
+	cr_assert_eq(got_calls, 1);
+
+	/* NULL: back to stderr, the handler is not called any more. */
+	ripc_set_log_handler(NULL, NULL);
+	ripc__log(RIPC_LOG_ERROR, "to stderr");
+	cr_assert_eq(got_calls, 1);
 }
