@@ -110,6 +110,12 @@ void ripc__timers(uint64_t now)
 	}
 	ripc__retbuf_timers(now);
 	ripc__resolver_timers(now);
+	if (now - CTX->stats_published_ns > 1000000000ull) {
+		/* For ripc_info -c in other processes. */
+		CTX->stats_published_ns = now;
+		ripc__reg_publish_stats((const uint64_t *)&CTX->stats,
+					sizeof(CTX->stats) / sizeof(uint64_t));
+	}
 }
 
 int ripc__progress_locked(void)

@@ -34,9 +34,9 @@
 #include "registry.h"
 
 #define REG_MAGIC 0x3147455243504952ull /* "RIPCREG1" */
-#define REG_LAYOUT 1
+#define REG_LAYOUT 2
 #define REG_HDR_SIZE 4096
-#define REG_PROC_SIZE 512
+#define REG_PROC_SIZE 1024
 #define REG_NSVC 65535
 
 #define PROC_FREE 0
@@ -60,6 +60,10 @@ struct reg_proc {
 	struct ripc_reg_addr addr[RIPC_PROV_MAX];
 	uint16_t nmcast;
 	uint16_t mcast[RIPC_REG_MAX_MCAST];
+	/* The process's counters, republished every second (ripc_info -c);
+	 * written without the lock: a reader may see a torn update. */
+	uint32_t nstats;
+	uint64_t stats[RIPC_REG_MAX_STATS];
 };
 _Static_assert(sizeof(struct reg_proc) <= REG_PROC_SIZE, "proc record");
 
@@ -190,8 +194,10 @@ static void default_path(char *out, size_t len)
 
 	if (stat("/proc/self/ns/net", &st) == 0)
 		ns = (unsigned long)st.st_ino;
-	snprintf(out, len, "/dev/shm/ripc-%u-%lu.reg", (unsigned)geteuid(),
-		 ns);
+	/* The layout is part of the name: libripc versions with different
+	 * layouts keep separate registries instead of refusing each other. */
+	snprintf(out, len, "/dev/shm/ripc%d-%u-%lu.reg", REG_LAYOUT,
+		 (unsigned)geteuid(), ns);
 }
 
 const char *ripc__reg_path(void)
@@ -578,6 +584,46 @@ uint64_t ripc__reg_version(void)
 {
 	return reg.map ? __atomic_load_n(&hdr()->version, __ATOMIC_ACQUIRE)
 		       : 0;
+}
+
+void ripc__reg_publish_stats(const uint64_t *vals, unsigned n)
+{
+	struct reg_proc *me;
+
+	if (!reg.map || reg.self < 0)
+		return;
+	me = proc_at((unsigned)reg.self);
+	if (n > RIPC_REG_MAX_STATS)
+		n = RIPC_REG_MAX_STATS;
+	memcpy(me->stats, vals, n * sizeof(*vals));
+	__atomic_store_n(&me->nstats, n, __ATOMIC_RELEASE);
+}
+
+void ripc__reg_foreach_proc(void (*fn)(const struct ripc_reg_proc_info *proc,
+				       const uint64_t *stats, unsigned n,
+				       void *arg),
+			    void *arg)
+{
+	struct ripc_reg_proc_info info;
+	uint64_t stats[RIPC_REG_MAX_STATS];
+
+	if (!reg.map)
+		return;
+	lock(LOCK_SH);
+	for (unsigned i = 0; i < RIPC_REG_MAX_PROCS; i++) {
+		const struct reg_proc *p = proc_at(i);
+		unsigned n;
+
+		if (!proc_live(p))
+			continue;
+		fill_info(p, &info);
+		n = __atomic_load_n(&p->nstats, __ATOMIC_ACQUIRE);
+		if (n > RIPC_REG_MAX_STATS)
+			n = RIPC_REG_MAX_STATS;
+		memcpy(stats, p->stats, n * sizeof(*stats));
+		fn(&info, stats, n, arg);
+	}
+	unlock();
 }
 
 void ripc__reg_foreach(void (*fn)(uint16_t id, bool mcast,

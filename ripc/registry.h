@@ -16,6 +16,7 @@
 
 #define RIPC_REG_MAX_PROCS 1024
 #define RIPC_REG_MAX_MCAST 32 /* multicast memberships per process */
+#define RIPC_REG_MAX_STATS 48 /* counters a process publishes */
 
 struct ripc_reg_addr {
 	uint8_t len;
@@ -65,6 +66,14 @@ void ripc__reg_foreach(void (*fn)(uint16_t id, bool mcast,
 				  const struct ripc_reg_proc_info *owner,
 				  void *arg),
 		       void *arg);
+
+/* Publish this process's counters (struct ripc_stats as uint64_t[n]). */
+void ripc__reg_publish_stats(const uint64_t *vals, unsigned n);
+/* For ripc_info -c: every live process with its published counters. */
+void ripc__reg_foreach_proc(void (*fn)(const struct ripc_reg_proc_info *proc,
+				       const uint64_t *stats, unsigned n,
+				       void *arg),
+			    void *arg);
 
 /* Process identity helpers (also used by tests). */
 uint64_t ripc__proc_starttime(pid_t pid);

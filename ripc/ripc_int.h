@@ -309,6 +309,7 @@ struct ripc_ctx {
 	uint64_t next_timer_ns;   /* next timeout scan */
 	unsigned poll_calls;
 	uint64_t last_resolver_ns;
+	uint64_t stats_published_ns;
 
 	/* configuration */
 	struct {

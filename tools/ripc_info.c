@@ -6,7 +6,7 @@
  *   ripc_info -e         every RIPC_* variable: default, value, help
  *   ripc_info -s         services registered on this host
  *   ripc_info -t         hardware topology and placement (hwloc)
- *   ripc_info -c         this process's counters (ripc_stats)
+ *   ripc_info -c         counters of every libripc process on this host
  *   ripc_info -a         all of the above
  *
  * Output is for people and for grep: every line is "key: value", keys are
@@ -437,23 +437,36 @@ _Static_assert(sizeof(stat_fields) / sizeof(stat_fields[0]) ==
 		       sizeof(struct ripc_stats) / sizeof(uint64_t),
 	       "struct ripc_stats changed: update stat_fields in ripc_info.c");
 
-static void show_counters(void)
+static void show_proc_counters(const struct ripc_reg_proc_info *proc,
+			       const uint64_t *stats, unsigned n, void *arg)
 {
-	struct ripc_stats st;
-	char key[64];
+	char key[96];
 
-	memset(&st, 0, sizeof(st));
-	ripc_stats(&st, sizeof(st));
-	/* Counters live in each process; these are ripc_info's own. */
-	kv("stats.pid", "%d", (int)getpid());
+	(void)arg;
+	kv("process", "%d", (int)proc->pid);
 	for (unsigned i = 0; i < sizeof(stat_fields) / sizeof(stat_fields[0]);
 	     i++) {
-		uint64_t v;
+		unsigned k = stat_fields[i].off / sizeof(uint64_t);
 
-		memcpy(&v, (const char *)&st + stat_fields[i].off, sizeof(v));
-		snprintf(key, sizeof(key), "stats.%s", stat_fields[i].name);
-		kv(key, "%" PRIu64, v);
+		snprintf(key, sizeof(key), "stats.%d.%s", (int)proc->pid,
+			 stat_fields[i].name);
+		if (k < n)
+			kv(key, "%" PRIu64, stats[k]);
+		else
+			kv(key, "%s", "-");
 	}
+}
+
+/* Counters live in each process, which republishes them in the host
+ * registry every second: show every live process's. */
+static void show_counters(void)
+{
+	if (ripc__reg_open(ripc__env_str(RIPC_ENV_REGISTRY)) != 0) {
+		kv("stats", "%s", "no registry");
+		return;
+	}
+	ripc__reg_foreach_proc(show_proc_counters, NULL);
+	ripc__reg_close();
 }
 
 /* ---- main ----------------------------------------------------------- */
@@ -466,7 +479,7 @@ static void usage(FILE *f, const char *argv0)
 		"  -e      RIPC_* environment variables\n"
 		"  -s      services registered on this host\n"
 		"  -t      hardware topology and memory placement\n"
-		"  -c      counters of this process\n"
+		"  -c      counters of every libripc process on this host\n"
 		"  -a      all of the above\n"
 		"  -h      this help\n"
 		"See ripc_info(1).\n",

@@ -201,9 +201,9 @@ Test(registry, open_creates_private_file)
 	cr_assert_eq(st.st_mode & 07777, 0600, "mode %o", st.st_mode & 07777);
 	cr_assert_eq(st.st_uid, geteuid());
 	/* Layout documented in registry.c: 4 KiB header, process records
-	 * of 512 bytes, 65535 service records of 16 bytes. */
+	 * of 1024 bytes, 65535 service records of 16 bytes. */
 	cr_assert_eq(st.st_size,
-		     4096 + (off_t)RIPC_REG_MAX_PROCS * 512 + 65535 * 16,
+		     4096 + (off_t)RIPC_REG_MAX_PROCS * 1024 + 65535 * 16,
 		     "size %lld", (long long)st.st_size);
 	cr_assert_gt(ripc__reg_version(), 0);
 	/* Opening again is harmless. */
@@ -924,4 +924,50 @@ Test(registry, host_id_stable)
 
 	cr_assert_neq(h, 0);
 	cr_assert_eq(ripc__host_id(), h);
+}
+
+/* Counters a process publishes are what ripc_info -c reads back. */
+struct seen_stats {
+	int found;
+	uint64_t vals[4];
+	unsigned n;
+};
+
+static void collect_stats(const struct ripc_reg_proc_info *proc,
+			  const uint64_t *stats, unsigned n, void *arg)
+{
+	struct seen_stats *s = arg;
+
+	if (proc->pid != getpid())
+		return;
+	s->found++;
+	s->n = n;
+	memcpy(s->vals, stats, (n < 4 ? n : 4) * sizeof(uint64_t));
+}
+
+Test(registry, published_stats_read_back)
+{
+	struct ripc_reg_proc_info me = my_info(0x5747);
+	const uint64_t vals[3] = { 7, 0, 123456789012345ull };
+	uint64_t many[RIPC_REG_MAX_STATS + 10] = { 0 };
+	struct seen_stats s = { 0 };
+
+	cr_assert_eq(ripc__reg_open(path), 0);
+	cr_assert_eq(ripc__reg_attach(&me), 0);
+	ripc__reg_foreach_proc(collect_stats, &s);
+	cr_assert_eq(s.found, 1);
+	cr_assert_eq(s.n, 0, "nothing published yet");
+
+	ripc__reg_publish_stats(vals, 3);
+	memset(&s, 0, sizeof(s));
+	ripc__reg_foreach_proc(collect_stats, &s);
+	cr_assert_eq(s.found, 1);
+	cr_assert_eq(s.n, 3);
+	cr_assert(!memcmp(s.vals, vals, sizeof(vals)));
+
+	/* More than fits is cut at the limit, not written past the record. */
+	ripc__reg_publish_stats(many, RIPC_REG_MAX_STATS + 10);
+	memset(&s, 0, sizeof(s));
+	ripc__reg_foreach_proc(collect_stats, &s);
+	cr_assert_eq(s.n, RIPC_REG_MAX_STATS);
 }
