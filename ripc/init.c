@@ -180,6 +180,7 @@ static int init_locked(void)
 	ripc_list_init(&CTX->pulls);
 	ripc_list_init(&CTX->readq);
 	ripc_list_init(&CTX->read_retry);
+	ripc_list_init(&CTX->deferred);
 	do {
 		if (ripc__random(&CTX->incarnation, sizeof(CTX->incarnation)))
 			return RIPC_ETRANSPORT;
@@ -317,6 +318,7 @@ RIPC_API void ripc_finalize(void)
 		ripc__lsend_release(
 			ripc_container_of(pos, struct ripc_lsend, link), false);
 	ripc__retbuf_fini();
+	ripc__deferred_fini();
 	for (unsigned i = 0; i <= RIPC_MAX_SERVICE_ID; i++) {
 		struct ripc_service *svc = CTX->svc[i];
 

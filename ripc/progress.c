@@ -155,6 +155,8 @@ int ripc__progress_locked(void)
 	if (!ripc_list_empty(&CTX->readq) ||
 	    !ripc_list_empty(&CTX->read_retry))
 		ripc__pull_post_reads();
+	if (!ripc_list_empty(&CTX->deferred))
+		ripc__deferred_flush(now ? now : ripc__now_ns());
 	if (now) {
 		/* Resolver datagrams are rare: look every millisecond. */
 		if (ripc__resolver_enabled() &&
@@ -194,7 +196,8 @@ RIPC_API int ripc_progress(void)
 static bool work_pending(void)
 {
 	return !ripc_list_empty(&CTX->lsends) ||
-	       !ripc_list_empty(&CTX->pulls) || ripc__retbuf_pending();
+	       !ripc_list_empty(&CTX->pulls) ||
+	       !ripc_list_empty(&CTX->deferred) || ripc__retbuf_pending();
 }
 
 static void *progress_main(void *arg)

@@ -146,6 +146,8 @@ struct ripc_peer {
 	uint64_t handle;         /* transport peer handle */
 	uint64_t last_used_ns;
 	uint32_t refs;           /* routes, sends, pulls, offers using it */
+	uint32_t ndeferred;      /* messages waiting in ctx.deferred */
+	uint32_t flush_gen;      /* last flush pass that found it busy */
 	int8_t tp;
 	uint8_t addrlen;
 	uint8_t addr[RIPC_ADDR_MAX];
@@ -248,6 +250,16 @@ struct ripc_lsend {
 	struct ripc_prov_mr mr[RIPC_MAX_ITEMS];
 };
 
+/* A message the transport did not take at once, retried by progress in
+ * order (multicast members: a slow member must not hold up the others). */
+struct ripc_deferred {
+	struct ripc_list link; /* ctx.deferred, oldest first */
+	struct ripc_peer *peer;
+	struct ripc_slot *slot; /* the encoded message */
+	size_t len;
+	uint64_t deadline;
+};
+
 /* ---- services ------------------------------------------------------- */
 
 struct ripc_waiter {
@@ -296,6 +308,9 @@ struct ripc_ctx {
 	struct ripc_list pulls;   /* struct ripc_pull */
 	struct ripc_list readq;   /* pulls with chunks left to post */
 	struct ripc_list read_retry; /* read chunks to post again */
+	struct ripc_list deferred;   /* struct ripc_deferred */
+	unsigned ndeferred;
+	uint32_t flush_gen;
 	uint64_t pull_mem;        /* library bytes allocated by pulls */
 
 	/* progress */
@@ -378,6 +393,8 @@ int ripc__send_msg(struct ripc_peer *peer, const struct ripc_wire_out *m,
 void ripc__lsend_release(struct ripc_lsend *ls, bool timed_out);
 void ripc__send_done(struct ripc_peer *peer, uint64_t cookie,
 		     uint32_t status);
+void ripc__deferred_flush(uint64_t now);
+void ripc__deferred_fini(void);
 
 /* progress.c */
 int ripc__progress_locked(void);

@@ -49,6 +49,132 @@ static bool route_moved(void)
 	return sending_route && !ripc__route_current(sending_route);
 }
 
+#define DEFERRED_MAX 1024
+
+/* One attempt to post an encoded message: injected when small (the buffer
+ * is free again at once), else sent from slot s, which its completion
+ * frees. */
+static int post_once(struct ripc_peer *peer, const void *buf, size_t len,
+		     struct ripc_slot *s)
+{
+	struct ripc_tp *t = &CTX->tp[peer->tp];
+	struct iovec iov;
+	void *desc;
+	int ret;
+
+	if (len <= t->attr.inject_size)
+		return t->ops->inject(t->p, peer->handle, buf, len);
+	s->op.kind = RIPC_OP_SEND;
+	s->state = SLOT_TX;
+	s->tp = peer->tp;
+	iov = (struct iovec){ s->buf, len };
+	desc = ripc__desc_for(t->id, s->buf, len);
+	ret = t->ops->send(t->p, peer->handle, &iov, &desc, 1, &s->op);
+	if (ret == 0)
+		t->tx_inflight++;
+	return ret;
+}
+
+static void deferred_free(struct ripc_deferred *d)
+{
+	ripc_list_del(&d->link);
+	d->peer->ndeferred--;
+	CTX->ndeferred--;
+	ripc__peer_put(d->peer);
+	free(d);
+}
+
+/* Post what was deferred, oldest first, keeping each peer's order: a peer
+ * that pushes back is skipped for the rest of this pass. */
+void ripc__deferred_flush(uint64_t now)
+{
+	struct ripc_list *pos, *tmp;
+	uint32_t gen = ++CTX->flush_gen;
+
+	ripc_list_for_each_safe(pos, tmp, &CTX->deferred)
+	{
+		struct ripc_deferred *d =
+			ripc_container_of(pos, struct ripc_deferred, link);
+		struct ripc_tp *t = &CTX->tp[d->peer->tp];
+		int ret;
+
+		if (d->peer->flush_gen == gen)
+			continue;
+		if (now >= d->deadline) {
+			CTX->stats.send_timeouts++;
+			ripc__log_rl(RIPC_LOG_INFO,
+				     "a deferred message was not taken in time; "
+				     "dropped");
+			ripc__slot_put(d->slot);
+			deferred_free(d);
+			continue;
+		}
+		ret = post_once(d->peer, d->slot->buf, d->len, d->slot);
+		if (ret == -EAGAIN) {
+			d->peer->flush_gen = gen;
+			continue;
+		}
+		if (ret || d->len <= t->attr.inject_size)
+			ripc__slot_put(d->slot); /* not in flight */
+		if (ret)
+			ripc__log_rl(RIPC_LOG_INFO, "deferred send failed: %s",
+				     strerror(-ret));
+		deferred_free(d);
+	}
+}
+
+void ripc__deferred_fini(void)
+{
+	struct ripc_list *pos, *tmp;
+
+	ripc_list_for_each_safe(pos, tmp, &CTX->deferred)
+	{
+		struct ripc_deferred *d =
+			ripc_container_of(pos, struct ripc_deferred, link);
+
+		ripc__slot_put(d->slot);
+		deferred_free(d);
+	}
+}
+
+/* Hand a message to the transport now, or queue it to be posted by
+ * progress until `deadline`.  RIPC_OK means taken or queued. */
+static int send_or_defer(struct ripc_peer *peer, const struct ripc_wire_out *m,
+			 uint64_t deadline)
+{
+	size_t len = ripc__wire_size(m);
+	struct ripc_deferred *d;
+	struct ripc_slot *s;
+	int ret;
+
+	if (len == 0)
+		return RIPC_EINVAL;
+	if (CTX->ndeferred >= DEFERRED_MAX || !(s = ripc__slot_get()))
+		return RIPC_ENOMEM;
+	ripc__wire_encode(m, s->buf);
+	if (peer->ndeferred == 0) {
+		ret = post_once(peer, s->buf, len, s);
+		if (ret != -EAGAIN) {
+			if (ret || len <= CTX->tp[peer->tp].attr.inject_size)
+				ripc__slot_put(s);
+			return ripc__err_from_errno(ret);
+		}
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		ripc__slot_put(s);
+		return RIPC_ENOMEM;
+	}
+	d->peer = ripc__peer_hold(peer);
+	d->slot = s;
+	d->len = len;
+	d->deadline = deadline;
+	peer->ndeferred++;
+	CTX->ndeferred++;
+	ripc_list_add_tail(&CTX->deferred, &d->link);
+	return RIPC_OK;
+}
+
 int ripc__send_msg(struct ripc_peer *peer, const struct ripc_wire_out *m,
 		   uint64_t deadline)
 {
@@ -188,14 +314,6 @@ static int send_prepare(uint16_t src, uint16_t dest, void **buf,
 	return err;
 }
 
-/* How long one send may wait for the transport.  A group member that
- * does not take its copy (dead, full) gets a tenth of it, so that it does
- * not hold up the others; the next resolution drops a dead member. */
-static uint64_t send_budget(bool mcast)
-{
-	return mcast ? CTX->cfg.send_timeout_ns / 10 : CTX->cfg.send_timeout_ns;
-}
-
 /* Send one short message to one peer. */
 static int short_to(struct ripc_peer *peer, uint64_t inc, uint16_t src,
 		    uint16_t dest, void **buf, uint32_t *length, uint16_t n,
@@ -225,7 +343,12 @@ static int short_to(struct ripc_peer *peer, uint64_t inc, uint16_t src,
 		m.ret_desc = rdesc;
 		m.status = ripc__retbuf_lifetime_ms();
 	}
-	err = ripc__send_msg(peer, &m, ripc__now_ns() + send_budget(mcast));
+	if (mcast)
+		err = send_or_defer(peer, &m,
+				    ripc__now_ns() + CTX->cfg.send_timeout_ns);
+	else
+		err = ripc__send_msg(peer, &m,
+				     ripc__now_ns() + CTX->cfg.send_timeout_ns);
 	if (err && offer)
 		ripc__retbuf_revoke_offer(offer);
 	return err;
@@ -255,10 +378,17 @@ RIPC_API uint8_t ripc_send_short(uint16_t src, uint16_t dest, void **buf,
 		if (num_return_bufs)
 			err = RIPC_EINVAL;
 		for (unsigned i = 0; !err && i < r->nmembers; i++) {
-			if (short_to(r->members[i], r->member_inc[i], src,
-				     dest, buf, length, num_items, NULL, NULL,
-				     0, true) == RIPC_OK)
+			int e = short_to(r->members[i], r->member_inc[i], src,
+					 dest, buf, length, num_items, NULL,
+					 NULL, 0, true);
+
+			if (e == RIPC_OK)
 				ok++;
+			else
+				ripc__log_rl(RIPC_LOG_INFO,
+					     "multicast %u: a member missed a "
+					     "message: %s",
+					     dest, ripc_strerror(e));
 		}
 		if (!err && r->nmembers && !ok)
 			err = RIPC_EPEER;
@@ -388,8 +518,16 @@ static int long_to(struct ripc_peer *peer, uint64_t inc, uint16_t src,
 
 		ls->deadline = ripc__now_ns() + CTX->cfg.long_timeout_ns;
 		ripc_list_add_tail(&CTX->lsends, &ls->link);
-		err = ripc__send_msg(peer, &m,
-				     ripc__now_ns() + send_budget(mcast));
+		/* A group member that does not take its copy at once gets
+		 * it queued, so that it does not hold up the others. */
+		if (mcast)
+			err = send_or_defer(peer, &m,
+					    ripc__now_ns() +
+						    CTX->cfg.send_timeout_ns);
+		else
+			err = ripc__send_msg(peer, &m,
+					     ripc__now_ns() +
+						     CTX->cfg.send_timeout_ns);
 		if (err) {
 			if (offer)
 				ripc__retbuf_revoke_offer(offer);

@@ -119,6 +119,8 @@ static int server(void)
 	FT_CHECK(ft_verify(exposed, EXPOSED, 9) == (size_t)-1,
 		 "exposed buffer modified");
 	ft_log("victim intact");
+	free(exposed - CANARY);
+	free(retbuf - CANARY);
 	return 0;
 }
 

@@ -112,10 +112,14 @@ static void collect(uint16_t me, uint16_t base_seq, int count,
 
 	for (int k = 0; k < MEMBERS; k++)
 		want += alive[k] ? count : 0;
+	ft_log("collecting %d answers (messages %u..%u, %s)", want, base_seq,
+	       base_seq + count - 1, is_long ? "long" : "short");
 	for (int i = 0; i < want; i++) {
 		struct note n;
 
-		ft_recv_ok(me, &m, 20000);
+		if (ft_recv(me, &m, 20000))
+			ft_fail("answer %d of %d missing: %s", i, want,
+				ripc_strerror(m.ret));
 		FT_CHECK(m.ns == 1 && m.ss[0] == sizeof(n), "answer");
 		memcpy(&n, m.si[0], sizeof(n));
 		ft_msg_free(&m, false);
@@ -146,9 +150,11 @@ static int client(void)
 	for (seq = 0; seq < 20; seq++) {
 		void *b[1] = { &seq };
 		uint32_t l[1] = { 4 };
+		double t0 = ft_now();
 
 		FT_EXPECT(ripc_send_short(me, group, b, l, 1, NULL, NULL, 0),
 			  RIPC_OK);
+		ft_log("multicast %u took %.1f ms", seq, (ft_now() - t0) * 1e3);
 	}
 	collect(me, 0, 20, alive, false);
 
@@ -187,6 +193,7 @@ static int client(void)
 			  RIPC_EINVAL);
 	}
 	FT_EXPECT(ft_send_word(me, srv, "quit"), RIPC_OK);
+	free(big);
 	return 0;
 }
 
