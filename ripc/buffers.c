@@ -276,13 +276,87 @@ int ripc__replenish(struct ripc_tp *t)
 
 /* ---- library buffers ------------------------------------------------ */
 
+/*
+ * Freed library buffers are kept for reuse (up to LIBBUF_CACHE of them,
+ * LIBBUF_CACHE_BYTES in all, none larger than LIBBUF_CACHE_ITEM): a long
+ * item that finds no window would otherwise cost an mmap, a page fault per
+ * page and an munmap each time.  A cached buffer keeps its registration
+ * but is not a live allocation: ripc_buf_free() of it is ignored.
+ */
+#define LIBBUF_CACHE 8
+#define LIBBUF_CACHE_BYTES (256ul << 20)
+#define LIBBUF_CACHE_ITEM (64ul << 20)
+
+static struct ripc_lreg *libbuf_cache[LIBBUF_CACHE];
+static size_t libbuf_cached_bytes;
+
+static void *libbuf_from_cache(size_t mlen)
+{
+	int best = -1;
+
+	for (int i = 0; i < LIBBUF_CACHE; i++) {
+		struct ripc_lreg *r = libbuf_cache[i];
+
+		/* Big enough, and not more than twice what is needed. */
+		if (r && r->map_len >= mlen && r->map_len <= 2 * mlen &&
+		    (best < 0 || r->map_len < libbuf_cache[best]->map_len))
+			best = i;
+	}
+	if (best < 0)
+		return NULL;
+	struct ripc_lreg *r = libbuf_cache[best];
+
+	libbuf_cache[best] = NULL;
+	libbuf_cached_bytes -= r->map_len;
+	r->from_alloc = true;
+	return r->base;
+}
+
+static bool libbuf_to_cache(struct ripc_lreg *r)
+{
+	if (r->map_len > LIBBUF_CACHE_ITEM ||
+	    libbuf_cached_bytes + r->map_len > LIBBUF_CACHE_BYTES ||
+	    CTX->shutting_down)
+		return false;
+	for (int i = 0; i < LIBBUF_CACHE; i++) {
+		if (!libbuf_cache[i]) {
+			libbuf_cache[i] = r;
+			libbuf_cached_bytes += r->map_len;
+			r->from_alloc = false; /* not a live allocation */
+			r->pull_mem = false;
+			return true;
+		}
+	}
+	return false;
+}
+
+void ripc__libbuf_cache_fini(void)
+{
+	for (int i = 0; i < LIBBUF_CACHE; i++) {
+		struct ripc_lreg *r = libbuf_cache[i];
+
+		if (!r)
+			continue;
+		libbuf_cache[i] = NULL;
+		void *base = r->base;
+		size_t len = r->map_len;
+
+		ripc__lreg_del(r);
+		munmap(base, len);
+	}
+	libbuf_cached_bytes = 0;
+}
+
 void *ripc__libbuf_alloc(size_t len)
 {
 	size_t mlen = page_round(len ? len : 1);
 	struct ripc_lreg *r;
-	void *p = map_pages(mlen);
+	void *p;
 	int err;
 
+	if ((p = libbuf_from_cache(mlen)))
+		return p;
+	p = map_pages(mlen);
 	if (!p)
 		return NULL;
 	r = ripc__lreg_add(p, mlen, &err);
@@ -319,6 +393,8 @@ void ripc__libbuf_free(void *p)
 		return;
 	if (r->pull_mem)
 		CTX->pull_mem -= r->map_len;
+	if (libbuf_to_cache(r))
+		return;
 	mlen = r->map_len;
 	ripc__lreg_del(r);
 	munmap(p, mlen);

@@ -46,6 +46,8 @@ static void load_config(void)
 	CTX->cfg.spin_ns = v < 0 ? 0 : (uint64_t)v * 1000;
 	v = ripc__env_int(RIPC_ENV_POLL_INTERVAL_US);
 	CTX->cfg.poll_interval_us = v < 10 ? 10 : v > 999999 ? 999999 : v;
+	v = ripc__env_int(RIPC_ENV_BUSY_POLL_US);
+	CTX->cfg.busy_poll_us = v < 1 ? 1 : v > 999999 ? 999999 : v;
 	v = ripc__env_int(RIPC_ENV_RX_DEPTH);
 	CTX->cfg.rx_depth = v < 2 ? 2 : v > 1024 ? 1024 : (unsigned)v;
 	v = ripc__env_int(RIPC_ENV_QUEUE_MAX);
@@ -369,6 +371,7 @@ RIPC_API void ripc_finalize(void)
 	 * owns posted buffers until then.  Memory from ripc_buf_alloc stays
 	 * valid (ripc_buf_free still unmaps it). */
 	ripc__windows_fini();
+	ripc__libbuf_cache_fini();
 	ripc_list_for_each_safe(pos, tmp, &CTX->lregs)
 	{
 		struct ripc_lreg *r =

@@ -221,6 +221,7 @@ static void *progress_main(void *arg)
 		if (!spin)
 			n = ripc__progress_locked();
 		if (n > 0) {
+			CTX->last_traffic_ns = ripc__now_ns();
 			ripc__unlock();
 			fruitless = 0;
 			continue;
@@ -249,9 +250,18 @@ static void *progress_main(void *arg)
 					.fd = ripc__resolver_fd(k),
 					.events = POLLIN
 				};
-		wait_us = work_pending() ? 10000 : 100000;
+		/* A transfer under way, or traffic a moment ago (a reply
+		 * often follows the end of a transfer closely). */
+		bool busy = work_pending() ||
+			    ripc__now_ns() - CTX->last_traffic_ns < 2000000;
+		/* An application thread that called in a moment ago is
+		 * about to poll itself, unless it is now asleep in a
+		 * receive, or a transfer needs this process to progress. */
 		bool app_active =
-			ripc__now_ns() - CTX->app_active_ns < APP_ACTIVE_NS;
+			ripc__now_ns() - CTX->app_active_ns < APP_ACTIVE_NS &&
+			CTX->nwaiters == 0 && !busy;
+
+		wait_us = busy ? 10000 : 100000;
 		ripc__unlock();
 
 		if (spin || app_active) {
@@ -271,8 +281,12 @@ static void *progress_main(void *arg)
 			continue;
 		}
 		fruitless = 0;
-		if (!all_fd)
-			wait_us = CTX->cfg.poll_interval_us; /* shm */
+		if (!all_fd) {
+			/* Transports without a wait fd (shm) are polled: often
+			 * while a transfer is under way, else every interval. */
+			wait_us = busy ? CTX->cfg.busy_poll_us
+				       : CTX->cfg.poll_interval_us;
+		}
 		ppoll(pfd, nfd,
 		      &(struct timespec){ (time_t)(wait_us / 1000000),
 					  (long)(wait_us % 1000000) * 1000 },

@@ -877,6 +877,7 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 		ms = wait_ns > 1000000000ull ? 1000
 					     : (int)((wait_ns + 999999) / 1000000);
 		ripc_list_add_tail(&svc->waiters, &w->link);
+		CTX->nwaiters++;
 		ripc__unlock();
 		r = poll(&(struct pollfd){ .fd = fd, .events = POLLIN }, 1, ms);
 		if (r > 0) {
@@ -887,6 +888,7 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 		}
 		ripc__lock();
 		ripc_list_del(&w->link);
+		CTX->nwaiters--;
 		if (r < 0 && errno == EINTR) {
 			err = RIPC_EINTR;
 			break;

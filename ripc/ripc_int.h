@@ -320,7 +320,9 @@ struct ripc_ctx {
 	int app_fd;               /* eventfd: ripc_get_fd() */
 	unsigned queued_total;    /* messages waiting over all services */
 	unsigned spinners;        /* app threads busy-polling in a receive */
+	unsigned nwaiters;        /* app threads asleep in a receive */
 	uint64_t app_active_ns;   /* last time an app thread was in a call */
+	uint64_t last_traffic_ns; /* last time the progress thread saw events */
 	uint64_t next_timer_ns;   /* next timeout scan */
 	unsigned poll_calls;
 	uint64_t last_resolver_ns;
@@ -329,7 +331,8 @@ struct ripc_ctx {
 	/* configuration */
 	struct {
 		uint64_t resolve_timeout_ns, send_timeout_ns, long_timeout_ns,
-			pull_timeout_ns, spin_ns, poll_interval_us;
+			pull_timeout_ns, spin_ns, poll_interval_us,
+			busy_poll_us;
 		unsigned rx_depth, queue_max;
 		uint64_t return_timeout_ms;
 		uint64_t pull_mem_max, read_chunk;
@@ -366,6 +369,7 @@ struct ripc_lreg *ripc__lreg_add(void *base, size_t len, int *err);
 void ripc__lreg_del(struct ripc_lreg *r);
 void *ripc__libbuf_alloc(size_t len);
 void ripc__libbuf_free(void *p);
+void ripc__libbuf_cache_fini(void);
 int ripc__key_new(struct ripc_tp *t, uint64_t *key);
 
 /* peer.c */

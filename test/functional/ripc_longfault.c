@@ -14,6 +14,7 @@
  */
 #include <dirent.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,7 @@ static int receiver_dies(void)
 		return 1;
 	child = fork();
 	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
 		/* The receiver: registers, tells its ID, pulls, is killed. */
 		uint16_t id = ripc_register_random_service_id();
 
@@ -141,6 +143,7 @@ static int sender_dies(void)
 		return fail("register");
 	child = fork();
 	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
 		/* The sender: exposes 256 MiB, and dies right away. */
 		uint16_t id = ripc_register_random_service_id();
 		uint8_t *buf = ripc_buf_alloc(BIG);
@@ -166,6 +169,7 @@ static int sender_dies(void)
 	/* Another sender's message still arrives. */
 	child = fork();
 	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
 		uint16_t id = ripc_register_random_service_id();
 		const char *hi = "next";
 		void *b[1] = { (void *)hi };

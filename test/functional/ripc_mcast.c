@@ -10,6 +10,7 @@
  *  4. return buffers with a multicast destination are refused (EINVAL).
  */
 #include <signal.h>
+#include <sys/prctl.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -74,8 +75,11 @@ static int server(void)
 	for (int k = 0; k < MEMBERS; k++) {
 		pid[k] = fork();
 		FT_CHECK(pid[k] >= 0, "fork");
-		if (pid[k] == 0)
+		if (pid[k] == 0) {
+			/* Die with the server, whatever ends it. */
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			_exit(member(k, group, pfd[1]));
+		}
 		FT_CHECK(read(pfd[0], &c, 1) == 1, "member %d ready", k);
 	}
 	ft_ready(me);

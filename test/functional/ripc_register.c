@@ -5,6 +5,7 @@
  * by a process that was killed is reclaimed automatically.
  */
 #include <signal.h>
+#include <sys/prctl.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -86,7 +87,10 @@ static int client(void)
 	child = fork();
 	FT_CHECK(child >= 0, "fork");
 	if (child == 0) {
-		int ok = ripc_register_service_id(ids[1]);
+		int ok;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
+		ok = ripc_register_service_id(ids[1]);
 
 		if (write(pfd[1], ok ? "y" : "n", 1) != 1)
 			_exit(3);

@@ -4,6 +4,7 @@
  * and a send whose destination registers while the send waits succeeds.
  */
 #include <signal.h>
+#include <sys/prctl.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -58,6 +59,7 @@ static int client(void)
 	if (child == 0) {
 		struct ft_msg cm;
 
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
 		if (read(pfd[0], &c, 1) != 1)
 			_exit(3);
 		usleep(200000); /* the parent is already sending */
