@@ -1,0 +1,266 @@
+/*
+ * Shared helpers of the libripc benchmarks; see bench_common.h.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_common.h"
+
+struct bench_opts bo;
+
+static const char *prog;
+
+static void on_alarm(int sig)
+{
+	static const char m[] = "benchmark: time limit (-T) reached, exiting\n";
+
+	(void)sig;
+	/* Async-signal-safe only: the library may hold its lock. */
+	if (write(2, m, sizeof(m) - 1) < 0)
+		(void)0;
+	_exit(3);
+}
+
+static void usage(const char *extra)
+{
+	fprintf(stderr,
+		"usage: %s -s [options]            server\n"
+		"       %s [options] SERVICE_ID    client\n"
+		"  -p prov   transport: shm, tcp (sets RIPC_PROVIDER)\n"
+		"  -r file   server: write the service ID to file when ready\n"
+		"  -S list   sizes, comma separated (suffix k = KiB, m = MiB)\n"
+		"  -n iters  timed iterations per size (upper bound)\n"
+		"  -w iters  warm-up iterations per size\n"
+		"  -t sec    time budget per size\n"
+		"  -T sec    hard time limit of the process\n"
+		"  -N name   system column      -X label  transport column\n"
+		"  -W n      messages in flight -x mode   benchmark mode\n"
+		"  -m        also print minima  -v        verbose\n%s",
+		prog, prog, extra ? extra : "");
+	exit(2);
+}
+
+void bench_parse(int argc, char **argv, const char *usage_extra)
+{
+	int c;
+
+	prog = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+	while ((c = getopt(argc, argv, "sp:r:S:N:X:n:w:t:T:W:x:mvh")) != -1) {
+		switch (c) {
+		case 's':
+			bo.server = true;
+			break;
+		case 'p':
+			bo.prov = optarg;
+			break;
+		case 'r':
+			bo.ready_file = optarg;
+			break;
+		case 'S':
+			bo.sizes = optarg;
+			break;
+		case 'N':
+			bo.system = optarg;
+			break;
+		case 'X':
+			bo.label = optarg;
+			break;
+		case 'n':
+			bo.iters = atol(optarg);
+			break;
+		case 'w':
+			bo.warmup = atol(optarg);
+			break;
+		case 't':
+			bo.max_sec = atof(optarg);
+			break;
+		case 'T':
+			bo.time_limit = atoi(optarg);
+			break;
+		case 'W':
+			bo.window = atoi(optarg);
+			break;
+		case 'x':
+			bo.mode = optarg;
+			break;
+		case 'm':
+			bo.print_min = true;
+			break;
+		case 'v':
+			bo.verbose = true;
+			break;
+		default:
+			usage(usage_extra);
+		}
+	}
+	if (!bo.server) {
+		long id;
+		char *end;
+
+		if (optind != argc - 1)
+			usage(usage_extra);
+		id = strtol(argv[optind], &end, 0);
+		if (*end || id < 0 || id > RIPC_MAX_SERVICE_ID)
+			bench_die("bad service ID '%s'", argv[optind]);
+		bo.server_id = (uint16_t)id;
+	} else if (optind != argc) {
+		usage(usage_extra);
+	}
+	if (bo.iters < 1 || bo.warmup < 0 || bo.max_sec <= 0 ||
+	    bo.time_limit < 1 || bo.window < 1)
+		bench_die("bad -n, -w, -t, -T or -W value");
+	if (bo.prov)
+		setenv("RIPC_PROVIDER", bo.prov, 1);
+	if (!bo.label)
+		bo.label = bo.prov ? bo.prov : "auto";
+	/* A wedged peer must not keep a benchmark alive forever. */
+	signal(SIGALRM, on_alarm);
+	alarm((unsigned)bo.time_limit);
+}
+
+void bench_lib_init(void)
+{
+	uint8_t r = ripc_init();
+
+	if (r == RIPC_ENOPROVIDER) {
+		bench_log("transport %s not available here",
+			  bo.prov ? bo.prov : "(any)");
+		exit(77);
+	}
+	if (r)
+		bench_die("ripc_init: %s", ripc_strerror(r));
+}
+
+void bench_ready(uint16_t id)
+{
+	printf("service %u\n", id);
+	fflush(stdout);
+	if (bo.ready_file) {
+		char tmp[4096];
+		FILE *f;
+
+		snprintf(tmp, sizeof(tmp), "%s.tmp", bo.ready_file);
+		f = fopen(tmp, "w");
+		if (!f || fprintf(f, "%u\n", id) < 0 || fclose(f) ||
+		    rename(tmp, bo.ready_file))
+			bench_die("cannot write ready file %s", bo.ready_file);
+	}
+}
+
+double bench_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+void bench_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "[%s %s %d] ", prog ? prog : "bench",
+		bo.server ? "server" : "client", (int)getpid());
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void bench_die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "[%s %s %d] error: ", prog ? prog : "bench",
+		bo.server ? "server" : "client", (int)getpid());
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+size_t bench_sizes(const char *list, size_t **out)
+{
+	size_t n = 0, cap = 16, *v = malloc(cap * sizeof(*v));
+	const char *p = list;
+
+	if (!v)
+		bench_die("out of memory");
+	while (p && *p) {
+		char *end;
+		unsigned long long x;
+
+		errno = 0;
+		x = strtoull(p, &end, 0);
+		if (errno || end == p)
+			bench_die("bad size list '%s'", list);
+		switch (tolower((unsigned char)*end)) {
+		case 'k':
+			x <<= 10, end++;
+			break;
+		case 'm':
+			x <<= 20, end++;
+			break;
+		case 'g':
+			x <<= 30, end++;
+			break;
+		}
+		if (*end && *end != ',')
+			bench_die("bad size list '%s'", list);
+		if (x == 0)
+			bench_die("size 0 in '%s'", list);
+		if (n == cap) {
+			cap *= 2;
+			v = realloc(v, cap * sizeof(*v));
+			if (!v)
+				bench_die("out of memory");
+		}
+		v[n++] = (size_t)x;
+		p = *end ? end + 1 : end;
+	}
+	if (!n)
+		bench_die("empty size list");
+	*out = v;
+	return n;
+}
+
+size_t bench_max_size(const size_t *sizes, size_t n)
+{
+	size_t m = 0;
+
+	for (size_t i = 0; i < n; i++)
+		m = sizes[i] > m ? sizes[i] : m;
+	return m;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+double bench_median(double *v, size_t n)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+void bench_emit(const char *system, const char *transport, size_t size,
+		const char *metric, double value, const char *unit)
+{
+	/* %.2f, as the peers print it. */
+	printf("%s %s %zu %s %.2f %s\n", system, transport, size, metric,
+	       value, unit);
+	fflush(stdout);
+}

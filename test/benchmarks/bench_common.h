@@ -1,0 +1,73 @@
+/*
+ * Shared helpers of the libripc benchmarks (ripc_pingpong, ripc_long_bw).
+ *
+ * Every benchmark is one program that runs as server (-s) or client (one
+ * positional argument: the server's service ID).  The server announces
+ * its service ID on stdout and, with -r FILE, in FILE (written whole, then
+ * renamed, so a script polling for it never reads half a line).
+ *
+ * Clients print one line per message size, in the format shared with
+ * ../shared/bench/peers:
+ *
+ *     system transport size_bytes metric value unit
+ *
+ * lat_us = one-way latency = half a round trip; bw_MBps = 10^6 bytes/s.
+ * Diagnostics go to stderr.  Every loop is bounded by an iteration count
+ * and a time budget; the whole process by alarm(-T seconds).
+ */
+#ifndef RIPC_BENCH_COMMON_H
+#define RIPC_BENCH_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ripc.h>
+
+struct bench_opts {
+	bool server;
+	const char *prov;       /* -p: RIPC_PROVIDER (shm, tcp) */
+	const char *ready_file; /* -r: server writes its service ID here */
+	const char *sizes;      /* -S: comma-separated sizes */
+	const char *system;     /* -N: first column of the result lines */
+	const char *label;      /* -X: transport column (default: prov) */
+	long iters;             /* -n: most timed iterations per size */
+	long warmup;            /* -w: untimed iterations per size */
+	double max_sec;         /* -t: time budget per size, s */
+	int time_limit;         /* -T: hard limit of the process, s */
+	int window;             /* -W: messages in flight (ripc_long_bw) */
+	const char *mode;       /* -x: benchmark-specific mode */
+	bool verbose;           /* -v */
+	bool print_min;         /* -m: also print lat_min_us lines */
+	uint16_t server_id;     /* client: positional argument */
+};
+
+extern struct bench_opts bo;
+
+/* Parse the common options (defaults set by the caller in bo first). */
+void bench_parse(int argc, char **argv, const char *usage_extra);
+/* Start the library on the chosen transport; exits with a message if it
+ * cannot (status 77 when the transport is absent, as the tests do). */
+void bench_lib_init(void);
+/* Server side: write "<id>\n" to stdout and to the ready file. */
+void bench_ready(uint16_t id);
+
+double bench_now(void);
+void bench_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void bench_die(const char *fmt, ...)
+	__attribute__((noreturn, format(printf, 1, 2)));
+
+/* Parse a size list ("8,64,1k,64k,1m"); returns the count, sizes in *out
+ * (malloc'd).  Exits on a malformed list. */
+size_t bench_sizes(const char *list, size_t **out);
+size_t bench_max_size(const size_t *sizes, size_t n);
+
+/* Median and minimum of v[0..n) (sorts v in place). */
+double bench_median(double *v, size_t n);
+
+/* One result line on stdout, flushed at once so a killed run keeps what
+ * it measured. */
+void bench_emit(const char *system, const char *transport, size_t size,
+		const char *metric, double value, const char *unit);
+
+#endif

@@ -1,0 +1,406 @@
+/*
+ * ripc_long_bw - long-send bandwidth of libripc.
+ *
+ *   server:  ripc_long_bw -s -p shm -S 64k,1m,64m -W 1 [-x window|lib]
+ *   client:  ripc_long_bw -p shm -S 64k,1m,64m -W 1 ID
+ *
+ * The client long-sends one item of SIZE bytes; the server's library pulls
+ * it with RDMA reads, the server receives the message and answers with a
+ * short "done" message carrying what it found at the item's two ends.  The
+ * client keeps -W such sends in flight (each from its own buffer) and
+ * reports SIZE * messages / time as bw_MBps (MB = 10^6 bytes):
+ *
+ *     libripc shm 1048576 bw_MBps 5432.10 MBps
+ *
+ * Where the pulled data lands (-x, server side):
+ *   window  receive windows registered in advance, one per message in
+ *           flight, each registered again right after its message was
+ *           received (before the answer, so it is back in place before
+ *           the client can send the next message) -- the fast path;
+ *   lib     no windows: the library allocates and registers a buffer per
+ *           message and the server frees it (libRIPC's default path).
+ *
+ * Checks, none of them inside the timed part's hot path: the client stamps
+ * the first and last 8 bytes of each item with a per-message value and
+ * the server sends back what it read there, so every message is known to
+ * have landed; warm-up messages carry a flag that makes the server verify
+ * every byte.  In window mode the server also reports items that did not
+ * land in a window (the library then used a buffer of its own); they are
+ * counted on stderr, as they would make the figure a mix of both paths.
+ *
+ * Both sides must be given the same -S and -W (the server sizes its
+ * windows from them).  The client ends the server with a short "BYE".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "bench_common.h"
+
+#define BYE "BYE"
+#define VERIFY_FLAG (1ull << 63)
+#define MAX_WINDOW 64
+#define BYTES_BUDGET (2ull << 30) /* per size, besides -n and -t */
+#define MIN_TIMED 4
+
+/* The server's answer to one long message. */
+struct reply {
+	uint64_t head, tail; /* the item's first and last 8 bytes */
+	uint32_t len;        /* the item's length */
+	uint32_t verified;   /* 0 not checked, 1 every byte right, 2 wrong */
+	uint32_t missed;     /* window mode, but it did not land in one */
+	uint32_t pad;
+};
+
+/* Word k of an item of `size` bytes; the size is part of it so that data
+ * left over from another size does not pass. */
+static inline uint64_t pattern(size_t k, size_t size)
+{
+	return (k + 1) * 0x9e3779b97f4a7c15ull ^ size;
+}
+
+static void fill(uint8_t *buf, size_t size)
+{
+	uint64_t *w = (uint64_t *)buf;
+
+	for (size_t k = 0; k < size / 8; k++)
+		w[k] = pattern(k, size);
+}
+
+/* Every word but the two stamped ones. */
+static bool verify(const uint8_t *buf, size_t size)
+{
+	const uint64_t *w = (const uint64_t *)buf;
+
+	for (size_t k = 1; k + 1 < size / 8; k++)
+		if (w[k] != pattern(k, size))
+			return false;
+	return true;
+}
+
+static void *map_buf(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		bench_die("mmap %zu bytes failed", len);
+	/* Fault the pages in now: first touch must not be timed. */
+	memset(p, 0, len);
+	return p;
+}
+
+static bool is_bye(uint16_t ns, void **si, const uint32_t *ss)
+{
+	return ns == 1 && ss[0] == sizeof(BYE) && !memcmp(si[0], BYE, 4);
+}
+
+static void send_bye(uint16_t me, uint16_t to)
+{
+	void *b[1] = { (void *)BYE };
+	uint32_t l[1] = { sizeof(BYE) };
+	uint8_t r = ripc_send_short(me, to, b, l, 1, NULL, NULL, 0);
+
+	if (r)
+		bench_log("sending BYE: %s", ripc_strerror(r));
+}
+
+static void free_msg(uint16_t ns, void **si, uint32_t *ss, void **li,
+		     uint32_t *ls)
+{
+	if (ns)
+		ripc_buf_free(si[0]);
+	free(si);
+	free(ss);
+	free(li);
+	free(ls);
+}
+
+/* ---- server ----------------------------------------------------------- */
+
+static int server(void)
+{
+	bool windows = !bo.mode || !strcmp(bo.mode, "window");
+	uint16_t me = ripc_register_random_service_id();
+	size_t *sizes, nsizes = bench_sizes(bo.sizes, &sizes), max;
+	uint8_t *win[MAX_WINDOW] = { 0 };
+	uint64_t msgs = 0, missed = 0;
+
+	if (bo.mode && strcmp(bo.mode, "window") && strcmp(bo.mode, "lib"))
+		bench_die("-x must be window or lib");
+	if (me == RIPC_INVALID_SERVICE_ID)
+		bench_die("register: %s", ripc_strerror(ripc_last_error()));
+	max = bench_max_size(sizes, nsizes);
+	/* One window per message in flight, plus one: the client sends the
+	 * next message as soon as it has our answer, which is after we
+	 * registered the window again, so W + 1 is never short. */
+	for (int i = 0; windows && i <= bo.window; i++) {
+		win[i] = map_buf(max);
+		if (ripc_reg_recv_window_for_service(win[i], max, me))
+			bench_die("receive window: %s",
+				  ripc_strerror(ripc_last_error()));
+	}
+	bench_ready(me);
+
+	for (;;) {
+		void **si = NULL, **li = NULL;
+		uint32_t *ss = NULL, *ls = NULL;
+		uint16_t ns = 0, nl = 0, from;
+		struct reply rep = { 0 };
+		uint8_t r;
+
+		r = ripc_receive(me, &from, &si, &ss, &ns, &li, &ls, &nl);
+		if (r)
+			bench_die("receive: %s", ripc_strerror(r));
+		if (is_bye(ns, si, ss)) {
+			send_bye(me, from);
+			free_msg(ns, si, ss, li, ls);
+			break;
+		}
+		if (nl != 1 || ls[0] < 16) {
+			bench_log("unexpected message (%u short, %u long "
+				  "items): ignored",
+				  ns, nl);
+			for (unsigned i = 0; i < nl; i++)
+				ripc_buf_free(li[i]);
+			free_msg(ns, si, ss, li, ls);
+			continue;
+		}
+		uint8_t *item = li[0];
+		size_t len = ls[0];
+
+		msgs++;
+		rep.len = (uint32_t)len;
+		memcpy(&rep.head, item, 8);
+		memcpy(&rep.tail, item + (len & ~7ul) - 8, 8);
+		bool in_window = false;
+
+		for (int i = 0; i <= bo.window && windows; i++)
+			in_window |= item == win[i];
+		rep.missed = windows && !in_window;
+		if (rep.head & VERIFY_FLAG) {
+			rep.verified = verify(item, len) ? 1 : 2;
+			/* Clear it, so the next check sees fresh data. */
+			memset(item, 0, len);
+		}
+		if (in_window) {
+			if (ripc_reg_recv_window_for_service(item, max, me))
+				bench_die("receive window again: %s",
+					  ripc_strerror(ripc_last_error()));
+		} else {
+			missed += rep.missed;
+			ripc_buf_free(item);
+		}
+		void *b[1] = { &rep };
+		uint32_t l[1] = { sizeof(rep) };
+
+		r = ripc_send_short(me, from, b, l, 1, NULL, NULL, 0);
+		if (r)
+			bench_die("answer to %u: %s", from, ripc_strerror(r));
+		free_msg(ns, si, ss, li, ls);
+	}
+	if (bo.verbose || missed)
+		bench_log("%llu long messages, %llu of them missed a window",
+			  (unsigned long long)msgs, (unsigned long long)missed);
+	free(sizes);
+	return 0;
+}
+
+/* ---- client ----------------------------------------------------------- */
+
+struct slot {
+	uint8_t *buf;
+	uint64_t stamp; /* the value at both ends of the item in flight */
+	bool busy;
+};
+
+static struct slot slot[MAX_WINDOW];
+static uint64_t seq;
+
+static void post(uint16_t me, unsigned s, uint32_t size, bool check)
+{
+	void *b[1] = { slot[s].buf };
+	uint32_t l[1] = { size };
+	uint8_t r;
+
+	/* Low byte = slot, so the answer names the slot it frees. */
+	slot[s].stamp = (++seq << 8 | s) | (check ? VERIFY_FLAG : 0);
+	memcpy(slot[s].buf, &slot[s].stamp, 8);
+	memcpy(slot[s].buf + (size & ~7u) - 8, &slot[s].stamp, 8);
+	r = ripc_send_long(me, bo.server_id, b, l, 1, NULL, NULL, 0);
+	if (r)
+		bench_die("long send of %u bytes: %s", size, ripc_strerror(r));
+	slot[s].busy = true;
+}
+
+/* Wait for one answer; returns the slot it frees. */
+static unsigned reap(uint16_t me, uint32_t size, uint64_t *missed)
+{
+	void **si = NULL, **li = NULL;
+	uint32_t *ss = NULL, *ls = NULL;
+	uint16_t ns = 0, nl = 0, from;
+	struct reply rep;
+	unsigned s;
+	uint8_t r;
+
+	/* Bounded: a lost answer ends the run instead of hanging it. */
+	r = ripc_receive_timeout(me, &from, &si, &ss, &ns, &li, &ls, &nl,
+				 30000);
+	if (r)
+		bench_die("waiting for the server's answer (%u bytes): %s",
+			  size, ripc_strerror(r));
+	if (ns != 1 || ss[0] != sizeof(rep))
+		bench_die("unexpected answer (%u items)", ns);
+	memcpy(&rep, si[0], sizeof(rep));
+	free_msg(ns, si, ss, li, ls);
+	s = rep.head & 0xff;
+	if (s >= (unsigned)bo.window || !slot[s].busy ||
+	    rep.head != slot[s].stamp || rep.tail != slot[s].stamp ||
+	    rep.len != size)
+		bench_die("server read %#llx/%#llx (%u bytes), expected %#llx "
+			  "(%u bytes)",
+			  (unsigned long long)rep.head,
+			  (unsigned long long)rep.tail, rep.len,
+			  (unsigned long long)(s < MAX_WINDOW ? slot[s].stamp
+							      : 0),
+			  size);
+	if (rep.verified == 2)
+		bench_die("pulled data of %u bytes is corrupt", size);
+	*missed += rep.missed;
+	slot[s].busy = false;
+	return s;
+}
+
+static int client(void)
+{
+	uint16_t me = ripc_register_random_service_id();
+	size_t *sizes, nsizes = bench_sizes(bo.sizes, &sizes), max;
+	unsigned w = (unsigned)bo.window;
+	const char *tr;
+
+	if (me == RIPC_INVALID_SERVICE_ID)
+		bench_die("register: %s", ripc_strerror(ripc_last_error()));
+	if (w > MAX_WINDOW - 1)
+		bench_die("-W is at most %d", MAX_WINDOW - 1);
+	max = bench_max_size(sizes, nsizes);
+	if (max > RIPC_LONG_ITEM_MAX)
+		bench_die("size %zu is above the long item maximum", max);
+	tr = ripc_transport_of(bo.server_id);
+	if (!tr)
+		bench_die("server %u unreachable: %s", bo.server_id,
+			  ripc_strerror(ripc_last_error()));
+	if (bo.prov && strcmp(tr, bo.prov))
+		bench_die("server reached over %s, not %s", tr, bo.prov);
+	/* Library-allocated (registered, NUMA-placed) memory: the way the
+	 * man pages suggest to allocate what will be long-sent. */
+	for (unsigned s = 0; s < w; s++) {
+		slot[s].buf = ripc_buf_alloc(max);
+		if (!slot[s].buf)
+			bench_die("ripc_buf_alloc(%zu): %s", max,
+				  ripc_strerror(ripc_last_error()));
+	}
+
+	for (size_t k = 0; k < nsizes; k++) {
+		uint32_t size = (uint32_t)sizes[k];
+		uint64_t n = BYTES_BUDGET / size, posted = 0, done = 0;
+		uint64_t missed = 0;
+		long warm = bo.warmup;
+		double t0, t1, deadline;
+
+		if (size < 16)
+			bench_die("sizes must be at least 16 bytes");
+		if (n > (uint64_t)bo.iters)
+			n = (uint64_t)bo.iters;
+		if (n < MIN_TIMED)
+			n = MIN_TIMED;
+		for (unsigned s = 0; s < w; s++)
+			fill(slot[s].buf, size);
+
+		/* Warm-up, every byte checked, one message at a time. */
+		for (long i = 0; i < warm; i++) {
+			post(me, 0, size, true);
+			reap(me, size, &missed);
+		}
+		missed = 0;
+
+		t0 = bench_now();
+		deadline = t0 + bo.max_sec;
+		for (unsigned s = 0; s < w && posted < n; s++, posted++)
+			post(me, s, size, false);
+		while (done < posted) {
+			unsigned s = reap(me, size, &missed);
+
+			done++;
+			/* Out of time: stop posting, let the rest drain. */
+			if (posted < n && done >= MIN_TIMED &&
+			    bench_now() > deadline)
+				n = posted;
+			if (posted < n) {
+				post(me, s, size, false);
+				posted++;
+			}
+		}
+		t1 = bench_now();
+		bench_emit(bo.system, bo.label, size, "bw_MBps",
+			   (double)size * (double)done / (t1 - t0) / 1e6,
+			   "MBps");
+		if (missed)
+			bench_log("size %u: %llu of %llu messages missed a "
+				  "receive window",
+				  size, (unsigned long long)missed,
+				  (unsigned long long)done);
+		if (bo.verbose)
+			bench_log("size %u: %llu messages, %d in flight, "
+				  "%.3f s",
+				  size, (unsigned long long)done, w, t1 - t0);
+	}
+
+	/* All items are back with us (every answer came); make sure the
+	 * library has released them before the buffers go. */
+	for (unsigned s = 0; s < w; s++) {
+		if (ripc_wait_released(slot[s].buf, 5000))
+			bench_log("buffer %u still exposed after 5 s", s);
+		ripc_buf_free(slot[s].buf);
+	}
+	send_bye(me, bo.server_id);
+	for (int tries = 0; tries < 4; tries++) {
+		void **si = NULL, **li = NULL;
+		uint32_t *ss = NULL, *ls = NULL;
+		uint16_t ns = 0, nl = 0, from;
+		bool bye;
+
+		if (ripc_receive_timeout(me, &from, &si, &ss, &ns, &li, &ls,
+					 &nl, 500))
+			continue;
+		bye = is_bye(ns, si, ss);
+		free_msg(ns, si, ss, li, ls);
+		if (bye)
+			break;
+	}
+	free(sizes);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int ret;
+
+	bo = (struct bench_opts){
+		.sizes = "64k,256k,1m,4m,16m,64m",
+		.system = "libripc",
+		.iters = 5000,
+		.warmup = 2,
+		.max_sec = 1.0,
+		.time_limit = 120,
+		.window = 1,
+	};
+	bench_parse(argc, argv,
+		    "  -x window|lib   server: pull into receive windows "
+		    "(default) or library buffers\n");
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	bench_lib_init();
+	ret = bo.server ? server() : client();
+	ripc_finalize();
+	return ret;
+}

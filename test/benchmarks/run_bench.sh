@@ -1,0 +1,850 @@
+#!/bin/bash
+# run_bench.sh - libripc against raw libfabric (and kernel TCP), one run.
+#
+#   test/benchmarks/run_bench.sh            # from anywhere; ~8-10 min
+#   REPS=7 LAT_SEC=1 test/benchmarks/run_bench.sh
+#
+# Builds the benchmarks (in $BUILD_DIR, configuring it if needed), then
+# runs REPS interleaved rounds of, for each provider (shm, tcp):
+#
+#   libripc         ripc_pingpong: short-message ping-pong, median one-way
+#                   ripc_long_bw: long send, 1 in flight, receive windows
+#   libripc_w<N>    ripc_long_bw, N long sends in flight
+#   libripc_libbuf  ripc_long_bw, 1 in flight, library buffers (no window)
+#   libripc_spin    ripc_long_bw as libripc, both sides with RIPC_SPIN_US=1 s:
+#                   receives never sleep, so the progress thread's sleep and
+#                   wake-up path is out of the picture
+#   fi_rdm_msg      raw/fi_rma_bench -M: FI_EP_RDM send/recv ping-pong,
+#                   median one-way (the floor of libripc's short send)
+#   fi_rdm_gather_msg  the same with -G: the payload is copied into the send
+#                   buffer before every send, as libripc's short send does
+#   fi_rdm_pull     raw/fi_rma_bench -U: libripc's long-send protocol on raw
+#                   libfabric (descriptor message, fi_read, DONE), 1 in
+#                   flight (the floor of libripc's long send)
+#   fi_rdm_pullreg  the same, registering the sender's buffer per message
+#                   as libripc must (fresh key per long send)
+#   fi_rdm_read     raw/fi_rma_bench: READ_WINDOW fi_reads in flight
+#                   (the provider's RDMA-read ceiling)
+# and, once per round, the peers on kernel TCP and libfabric's own tool:
+#   fi_pingpong tcp-msg       fi_pingpong -p tcp -e msg (mean, not median)
+#   tcp_socket tcp            raw/tcp_bench -M, blocking sockets
+#   tcp_socket tcp_busypoll   raw/tcp_bench -M -b, both ends spin
+#
+# Servers run on CPU $SRV_CPU, clients on CPU $CLI_CPU (taskset, threads
+# included), everything on 127.0.0.1 / lo (FI_TCP_IFACE=lo) or shared
+# memory, with a private RIPC_REGISTRY.  Every process runs under
+# `timeout`; every server is ended by pid if it has not left by itself;
+# /dev/shm files left by our processes (shm endpoints are named
+# "<pid>:...") and the registry are removed at the end.
+#
+# Writes (OUT_DIR defaults to docs/perf, DOC to docs/PERFORMANCE.md):
+#   $OUT_DIR/results-<date>.txt   every result line, "# round N" between
+#   $OUT_DIR/summary-<date>.txt   system transport size metric median unit min max n
+#   $OUT_DIR/log-<date>.txt       stderr of every program, foreign load per step
+#   $OUT_DIR/latency.png, bandwidth.png
+#   $DOC                          tables and plots, generated
+#
+# Knobs (environment), defaults in brackets:
+#   REPS [5]  PROVIDERS ["shm tcp"]  PEERS ["fi_pingpong tcp_socket"]
+#   LAT_SIZES ["8 64 256 1024 4096 16384 65536"]  LAT_ITERS [20000]
+#   LAT_WARMUP [1000]  LAT_SEC [0.5]: time budget per size and program
+#   BW_SIZES ["65536 262144 1048576 4194304 16777216 67108864"]
+#   BW_SEC [0.5]  BW_ITERS [100000]  BW_WINDOW [4]  READ_WINDOW [8]
+#   SRV_CPU [0]  CLI_CPU [1]  PROC_LIMIT [120]: timeout of one process, s
+#   TOTAL_LIMIT [840]: start no new step after this many s
+#   QUIET_PCT [15] QUIET_WAIT [10] QUIET_BUDGET [60]: before each step,
+#       wait (bounded) while other processes keep the CPUs busier than this
+#   QUIET_MAX [25]: summaries leave out samples whose step ran under more
+#       foreign load than this (%), when quieter samples exist
+#   BUILD [1]  BUILD_DIR [build-bench]  OUT_DIR  DOC  NOTES  PLOTS [1]
+#   PEERS_BASELINE [../shared/bench/peers/baseline/summary.txt]: shown
+#       as a table of its own (another day's run), if readable
+#   RESULTS_FROM=docs/perf/results-<date>.txt: measure nothing, only
+#       regenerate that run's summary, plots and $DOC (e.g. after editing
+#       NOTES, test/benchmarks/perf_notes.md, which is included verbatim)
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=$(cd "$HERE/../.." && pwd)
+
+REPS=${REPS:-5}
+PROVIDERS=${PROVIDERS:-"shm tcp"}
+PEERS=${PEERS:-"fi_pingpong tcp_socket"}
+LAT_SIZES=${LAT_SIZES:-"8 64 256 1024 4096 16384 65536"}
+LAT_ITERS=${LAT_ITERS:-20000}
+LAT_WARMUP=${LAT_WARMUP:-1000}
+LAT_SEC=${LAT_SEC:-0.5}
+BW_SIZES=${BW_SIZES:-"65536 262144 1048576 4194304 16777216 67108864"}
+BW_SEC=${BW_SEC:-0.5}
+BW_ITERS=${BW_ITERS:-100000}
+BW_WINDOW=${BW_WINDOW:-4}
+READ_WINDOW=${READ_WINDOW:-8}
+SRV_CPU=${SRV_CPU:-0}
+CLI_CPU=${CLI_CPU:-1}
+PROC_LIMIT=${PROC_LIMIT:-120}
+TOTAL_LIMIT=${TOTAL_LIMIT:-840}
+QUIET_PCT=${QUIET_PCT:-15}
+QUIET_MAX=${QUIET_MAX:-25}
+QUIET_WAIT=${QUIET_WAIT:-10}
+QUIET_BUDGET=${QUIET_BUDGET:-60}
+BUILD=${BUILD:-1}
+BUILD_DIR=${BUILD_DIR:-$SRC/build-bench}
+OUT_DIR=${OUT_DIR:-$SRC/docs/perf}
+DOC=${DOC:-$SRC/docs/PERFORMANCE.md}
+NOTES=${NOTES:-$HERE/perf_notes.md}
+PLOTS=${PLOTS:-1}
+# The peers' baseline (../shared/bench/peers), shown for orientation.
+PEERS_BASELINE=${PEERS_BASELINE:-$SRC/../shared/bench/peers/baseline/summary.txt}
+
+RESULTS_FROM=${RESULTS_FROM:-}
+STAMP=$(date -u +%Y%m%d-%H%M%S)
+if [ -n "$RESULTS_FROM" ]; then
+	[ -f "$RESULTS_FROM" ] || { echo "no such file: $RESULTS_FROM" >&2; exit 1; }
+	RESULTS_FROM=$(cd "$(dirname "$RESULTS_FROM")" && pwd)/$(basename "$RESULTS_FROM")
+	STAMP=$(basename "$RESULTS_FROM" .txt)
+	STAMP=${STAMP#results-}
+	# The run's own settings, for the text of the document.
+	SETTINGS=$(sed -n 's/^# settings: //p' "$RESULTS_FROM")
+	for k in REPS PROVIDERS PEERS LAT_SIZES LAT_ITERS LAT_WARMUP LAT_SEC BW_SIZES \
+		BW_SEC BW_ITERS BW_WINDOW READ_WINDOW SRV_CPU CLI_CPU; do
+		v=$(echo " $SETTINGS" | grep -oE " $k=(\"[^\"]*\"|[^ ]*)" | head -1)
+		v=${v#* $k=}
+		v=${v#\"}
+		v=${v%\"}
+		[ -n "$v" ] && printf -v "$k" '%s' "$v"
+	done
+fi
+START=$(date +%s)
+WORK=$(mktemp -d /tmp/ripc-bench.XXXXXX)
+RESULTS=${RESULTS_FROM:-$OUT_DIR/results-$STAMP.txt}
+SUMMARY=$OUT_DIR/summary-$STAMP.txt
+LOG=$OUT_DIR/log-$STAMP.txt
+
+export FI_TCP_IFACE=lo                 # libfabric tcp: loopback only
+export RIPC_TCP_ADDR=127.0.0.1         # libripc tcp: the same
+export RIPC_REGISTRY=/dev/shm/ripc-bench-$$-registry
+
+log() { echo "[run_bench $(date +%H:%M:%S)] $*" | tee -a "$LOG" >&2; }
+die() { log "error: $*"; exit 1; }
+csv() { echo "$*" | tr -s ' ' ','; }
+elapsed() { echo $(($(date +%s) - START)); }
+
+# ---- processes: started pinned, under timeout, recorded by pid ----------
+
+PIDS=() # `timeout` processes of the servers we started
+# The programs' own pids go to $WORK/pids (a file, so that clients run in
+# command substitutions are recorded too): for /dev/shm and final kills.
+OUR_COMMS=" ripc_pingpong ripc_long_bw fi_rma_bench tcp_bench fi_pingpong "
+
+# run_pinned CPU NAME CMD...: exec CMD pinned to CPU under timeout; the
+# program's own pid lands in $WORK/NAME.pid (sh execs it, and libtool's
+# wrapper scripts exec the real binary, so the pid stays the same).
+run_pinned() {
+	local cpu=$1 name=$2
+	shift 2
+	taskset -c "$cpu" timeout -k 3 "$PROC_LIMIT" \
+		sh -c 'echo $$ > "$0"; exec "$@"' "$WORK/$name.pid" "$@"
+}
+
+# srv NAME CMD...: start a server on SRV_CPU; its timeout pid in SRV_PID
+srv() {
+	local name=$1
+	shift
+	run_pinned "$SRV_CPU" "$name" "$@" >> "$WORK/$name.out" 2>> "$WORK/stderr" &
+	SRV_PID=$!
+	SRV_NAME=$name
+	PIDS+=("$SRV_PID")
+}
+
+# cli NAME CMD...: run a client on CLI_CPU, result lines on stdout
+cli() {
+	local name=$1 rc
+	shift
+	run_pinned "$CLI_CPU" "$name" "$@" 2>> "$WORK/stderr"
+	rc=$?
+	remember_pid "$name"
+	[ $rc -eq 0 ] || log "$name exited with status $rc"
+	return $rc
+}
+
+remember_pid() {
+	[ -s "$WORK/$1.pid" ] && cat "$WORK/$1.pid" >> "$WORK/pids"
+	rm -f "$WORK/$1.pid"
+}
+
+# is_ours PID: alive and running one of our programs (not a reused pid)
+is_ours() {
+	local c
+	c=$(cat /proc/"$1"/comm 2>/dev/null) || return 1
+	case "$OUR_COMMS" in *" $c "*) return 0 ;; esac
+	return 1
+}
+
+# stop_srv [GRACE]: let the server leave by itself for GRACE tenths of a
+# second (it does after the client's BYE), then end it by pid.
+stop_srv() {
+	local grace=${1:-50} i real=""
+	[ -n "${SRV_PID:-}" ] || return 0
+	[ -s "$WORK/$SRV_NAME.pid" ] && real=$(cat "$WORK/$SRV_NAME.pid")
+	for ((i = 0; i < grace; i++)); do
+		kill -0 "$SRV_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$SRV_PID" 2>/dev/null; then
+		[ "$grace" -gt 0 ] && log "server $SRV_NAME (pid ${real:-?}) still running: ending it"
+		[ -n "$real" ] && is_ours "$real" && kill -TERM "$real" 2>/dev/null
+		kill -TERM "$SRV_PID" 2>/dev/null
+		sleep 0.5
+		[ -n "$real" ] && is_ours "$real" && kill -KILL "$real" 2>/dev/null
+		kill -KILL "$SRV_PID" 2>/dev/null
+	fi
+	wait "$SRV_PID" 2>/dev/null
+	remember_pid "$SRV_NAME"
+	clean_shm
+	SRV_PID=
+}
+
+# Remove /dev/shm files of our programs that have exited.
+clean_shm() {
+	local p
+	[ -s "$WORK/pids" ] || return 0
+	while read -r p; do
+		kill -0 "$p" 2>/dev/null && continue
+		rm -f /dev/shm/"$p":* 2>/dev/null
+	done < "$WORK/pids"
+}
+
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do
+		kill -0 "$p" 2>/dev/null || continue
+		kill -TERM "$p" 2>/dev/null
+	done
+	for f in "$WORK"/*.pid; do
+		[ -s "$f" ] && cat "$f" >> "$WORK/pids"
+	done
+	sleep 0.3
+	if [ -s "$WORK/pids" ]; then
+		while read -r p; do
+			is_ours "$p" && kill -KILL "$p" 2>/dev/null
+		done < "$WORK/pids"
+	fi
+	for p in "${PIDS[@]}"; do
+		kill -0 "$p" 2>/dev/null && kill -KILL "$p" 2>/dev/null
+	done
+	wait 2>/dev/null
+	clean_shm
+	rm -f "$RIPC_REGISTRY" "$RIPC_REGISTRY".* 2>/dev/null
+	[ -f "$WORK/stderr" ] && cat "$WORK/stderr" >> "$LOG"
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'log "interrupted"; exit 130' INT TERM
+
+# free_port: a random TCP port that no socket in /proc/net/tcp{,6} uses
+free_port() {
+	local used p try
+	used=" $(awk 'FNR > 1 { split($2, a, ":"); print a[2] }' /proc/net/tcp /proc/net/tcp6 2>/dev/null |
+		while read -r h; do printf '%d ' "$((16#$h))"; done) "
+	for try in $(seq 50); do
+		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+		case "$used" in *" $p "*) continue ;; esac
+		echo "$p"
+		return 0
+	done
+	echo 47999
+}
+
+# wait_listen PORT: until a socket listens on PORT (5 s at most)
+wait_listen() {
+	local hex i
+	hex=$(printf '%04X' "$1")
+	for ((i = 0; i < 50; i++)); do
+		awk -v h="$hex" 'FNR > 1 && $4 == "0A" { split($2, a, ":"); if (a[2] == h) f = 1 } END { exit !f }' \
+			/proc/net/tcp /proc/net/tcp6 2>/dev/null && return 0
+		kill -0 "$SRV_PID" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+# wait_ready FILE: the service ID a libripc server wrote (5 s at most)
+wait_ready() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		if [ -s "$1" ]; then
+			cat "$1"
+			return 0
+		fi
+		kill -0 "$SRV_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	return 1
+}
+
+# ---- foreign load: CPU taken by processes other than ours ---------------
+
+# Niced processes (a fuzzer at nice 19) are not counted as busy: the
+# scheduler gives them ~1.5 % of a CPU next to our nice-0 programs.
+ticks() { # "total busy ours" in clock ticks
+	local a s
+	read -r -a a < /proc/stat
+	s=$(cat /proc/$$/stat)
+	s=${s##*) }
+	read -r -a s <<< "$s"
+	echo "$((a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7] + a[8])) $((a[1] + a[3] + a[6] + a[7] + a[8])) $((s[13] + s[14]))"
+}
+busy_pct() { # busy % of the machine over half a second
+	local t1 b1 t2 b2
+	read -r t1 b1 _ <<< "$(ticks)"
+	sleep 0.5
+	read -r t2 b2 _ <<< "$(ticks)"
+	echo $((100 * (b2 - b1) / (t2 - t1 > 0 ? t2 - t1 : 1)))
+}
+QUIET_USED=0
+wait_quiet() {
+	local b w=0
+	b=$(busy_pct)
+	while [ "$b" -ge "$QUIET_PCT" ] && [ "$w" -lt "$QUIET_WAIT" ] &&
+		[ "$QUIET_USED" -lt "$QUIET_BUDGET" ]; do
+		sleep 1.5
+		w=$((w + 2))
+		QUIET_USED=$((QUIET_USED + 2))
+		b=$(busy_pct)
+	done
+	[ "$b" -ge "$QUIET_PCT" ] && log "machine still ${b}% busy before this step (waited ${w} s)"
+}
+
+# ---- steps: each prints result lines on stdout ---------------------------
+
+step_ripc_lat() { # PROV
+	local p=$1 id
+	rm -f "$WORK/ready"
+	srv ripc_pp "$BIN/ripc_pingpong" -s -p "$p" -r "$WORK/ready" -T "$PROC_LIMIT"
+	if id=$(wait_ready "$WORK/ready"); then
+		cli ripc_ppc "$BIN/ripc_pingpong" -p "$p" -S "$(csv $LAT_SIZES)" \
+			-n "$LAT_ITERS" -w "$LAT_WARMUP" -t "$LAT_SEC" -T "$PROC_LIMIT" "$id"
+	else
+		log "ripc_pingpong server ($p) did not start"
+	fi
+	stop_srv
+}
+
+step_ripc_bw() { # PROV NAME WINDOW MODE [VAR=VALUE...]: environment of both sides
+	local p=$1 name=$2 w=$3 mode=$4 id
+	shift 4
+	rm -f "$WORK/ready"
+	srv ripc_bw env "$@" "$BIN/ripc_long_bw" -s -p "$p" -r "$WORK/ready" -S "$(csv $BW_SIZES)" \
+		-W "$w" -x "$mode" -T "$PROC_LIMIT"
+	if id=$(wait_ready "$WORK/ready"); then
+		cli ripc_bwc env "$@" "$BIN/ripc_long_bw" -p "$p" -S "$(csv $BW_SIZES)" -W "$w" \
+			-N "$name" -n "$BW_ITERS" -t "$BW_SEC" -T "$PROC_LIMIT" "$id"
+	else
+		log "ripc_long_bw server ($p) did not start"
+	fi
+	stop_srv
+}
+
+step_raw() { # PROV: latency, read bandwidth and pull protocol, then pullreg
+	local p=$1 port
+	port=$(free_port)
+	srv raw "$RAW/fi_rma_bench" -p "$p" -s -P "$port" -T "$PROC_LIMIT" \
+		-R "$(csv $BW_SIZES)" -U "$(csv $BW_SIZES)"
+	cli rawc "$RAW/fi_rma_bench" -p "$p" -P "$port" -T "$PROC_LIMIT" -M \
+		-n "$LAT_ITERS" -t "$LAT_SEC" -W "$READ_WINDOW" -X "$p" \
+		-L "$(csv $LAT_SIZES)" -R "$(csv $BW_SIZES)" -U "$(csv $BW_SIZES)"
+	stop_srv
+	port=$(free_port)
+	srv raw "$RAW/fi_rma_bench" -p "$p" -s -P "$port" -T "$PROC_LIMIT" \
+		-R "" -U "$(csv $BW_SIZES)"
+	cli rawc "$RAW/fi_rma_bench" -p "$p" -P "$port" -T "$PROC_LIMIT" -K \
+		-t "$BW_SEC" -X "$p" -L "" -R "" -U "$(csv $BW_SIZES)"
+	stop_srv
+	port=$(free_port)
+	srv raw "$RAW/fi_rma_bench" -p "$p" -s -P "$port" -T "$PROC_LIMIT" -R "" -G
+	cli rawc "$RAW/fi_rma_bench" -p "$p" -P "$port" -T "$PROC_LIMIT" -M -G \
+		-n "$LAT_ITERS" -t "$LAT_SEC" -X "$p" -S fi_rdm_gather \
+		-L "$(csv $LAT_SIZES)" -R ""
+	stop_srv
+}
+
+# fi_pingpong: one pair per size; its usec/xfer column is the mean
+# one-way time.  -d lo keeps the tcp provider on loopback.
+step_fi_pingpong() {
+	local size iters port out line
+	for size in $LAT_SIZES; do
+		iters=10000
+		[ "$size" -gt 1024 ] && iters=2000
+		port=$(free_port)
+		srv fipp fi_pingpong -p tcp -e msg -d lo -B "$port" -I "$iters" -S "$size"
+		out=""
+		if wait_listen "$port"; then
+			out=$(cli fippc fi_pingpong -p tcp -e msg -d lo -P "$port" -I "$iters" \
+				-S "$size" 127.0.0.1)
+		fi
+		stop_srv
+		line=$(echo "$out" | awk '$1 ~ /^[0-9]/ && NF >= 8' | tail -1)
+		if [ -z "$line" ]; then
+			log "fi_pingpong size $size failed: $(echo "$out" | tail -1)"
+			continue
+		fi
+		set -- $line
+		echo "fi_pingpong tcp-msg $size lat_us $7 us"
+	done
+}
+
+step_tcp_socket() {
+	local port
+	port=$(free_port)
+	srv tcpb "$RAW/tcp_bench" -s -P "$port" -T "$PROC_LIMIT"
+	cli tcpbc "$RAW/tcp_bench" -P "$port" -M -t "$LAT_SEC" -n "$LAT_ITERS" \
+		-L "$(csv $LAT_SIZES)" -B "$(csv $BW_SIZES)"
+	cli tcpbc "$RAW/tcp_bench" -P "$port" -M -t "$LAT_SEC" -n "$LAT_ITERS" \
+		-L "$(csv $LAT_SIZES)" -B "" -b -q
+	stop_srv
+}
+
+# run_step ROUND NAME CMD...: one step, its lines into the results file,
+# its duration and the foreign load it ran under into the log.
+run_step() {
+	local round=$1 name=$2 t0 T0 B0 O0 T1 B1 O1 f
+	shift 2
+	if [ "$(elapsed)" -ge "$TOTAL_LIMIT" ]; then
+		log "round $round: $name skipped (past TOTAL_LIMIT=$TOTAL_LIMIT s)"
+		return
+	fi
+	wait_quiet
+	t0=$(date +%s)
+	read -r T0 B0 O0 <<< "$(ticks)"
+	"$@" > "$WORK/step.out"
+	read -r T1 B1 O1 <<< "$(ticks)"
+	grep -E '^[A-Za-z0-9_]+ [A-Za-z0-9_-]+ [0-9]+ [A-Za-z_]+ [0-9.]+ [A-Za-z]+$' \
+		"$WORK/step.out" | tee -a "$RESULTS" >&2
+	f=$((100 * ((B1 - B0) - (O1 - O0)) / (T1 - T0 > 0 ? T1 - T0 : 1)))
+	[ "$f" -lt 0 ] && f=0
+	echo "# load $round $name $(($(date +%s) - t0)) $f" >> "$RESULTS"
+	log "round $round: $name done in $(($(date +%s) - t0)) s, foreign load $f%"
+}
+
+# ---- build ----------------------------------------------------------------
+
+mkdir -p "$OUT_DIR" || die "cannot create $OUT_DIR"
+[ -n "$RESULTS_FROM" ] || : > "$LOG"
+[ -n "$RESULTS_FROM" ] && BUILD=0
+if [ "$BUILD" = 1 ]; then
+	[ -x "$SRC/configure" ] || die "no configure script: run ./autogen.sh in $SRC first"
+	mkdir -p "$BUILD_DIR"
+	if [ ! -f "$BUILD_DIR/Makefile" ]; then
+		log "configuring $BUILD_DIR"
+		(cd "$BUILD_DIR" && "$SRC/configure" -q) >> "$LOG" 2>&1 || die "configure failed (see $LOG)"
+	fi
+	log "building in $BUILD_DIR"
+	make -C "$BUILD_DIR" -j2 test/benchmarks/ripc_pingpong test/benchmarks/ripc_long_bw \
+		test/benchmarks/raw/fi_rma_bench test/benchmarks/raw/tcp_bench >> "$LOG" 2>&1 ||
+		die "build failed (see $LOG)"
+fi
+BIN=$BUILD_DIR/test/benchmarks
+RAW=$BIN/raw
+for b in "$BIN/ripc_pingpong" "$BIN/ripc_long_bw" "$RAW/fi_rma_bench" "$RAW/tcp_bench"; do
+	[ -x "$b" ] || [ -n "$RESULTS_FROM" ] || die "missing $b (BUILD=1 builds it)"
+done
+command -v fi_pingpong > /dev/null || { log "fi_pingpong not installed: skipped"; PEERS=${PEERS/fi_pingpong/}; }
+[ "$(nproc)" -ge 2 ] || log "only $(nproc) CPU: server and client share it"
+
+LIBFABRIC_VERSION=$(fi_info --version 2>/dev/null | awk '/^libfabric:/ { print $2 }')
+CPU_MODEL=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+GIT_REV=$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo unknown)
+GIT_DIRTY=$(git -C "$SRC" status --porcelain -- ripc prov include 2>/dev/null | wc -l)
+[ -n "$RESULTS_FROM" ] || {
+	echo "# libripc benchmarks, $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+	echo "# host: $(uname -r), $(nproc) CPUs, $CPU_MODEL; libfabric $LIBFABRIC_VERSION"
+	echo "# source: git $GIT_REV ($GIT_DIRTY uncommitted files in ripc/ prov/ include/)"
+	echo "# settings: REPS=$REPS PROVIDERS=\"$PROVIDERS\" PEERS=\"$PEERS\"" \
+		"LAT_SIZES=\"$LAT_SIZES\" LAT_ITERS=$LAT_ITERS LAT_WARMUP=$LAT_WARMUP LAT_SEC=$LAT_SEC" \
+		"BW_SIZES=\"$BW_SIZES\" BW_ITERS=$BW_ITERS BW_SEC=$BW_SEC BW_WINDOW=$BW_WINDOW" \
+		"READ_WINDOW=$READ_WINDOW SRV_CPU=$SRV_CPU CLI_CPU=$CLI_CPU"
+	echo "# format: system transport size_bytes metric value unit"
+} > "$RESULTS"
+
+# ---- rounds, interleaved ------------------------------------------------
+
+for ((r = 1; r <= REPS; r++)); do
+	[ -n "$RESULTS_FROM" ] && break
+	echo "# round $r" >> "$RESULTS"
+	for p in $PROVIDERS; do
+		run_step "$r" "libripc-lat-$p" step_ripc_lat "$p"
+		run_step "$r" "raw-$p" step_raw "$p"
+		run_step "$r" "libripc-bw-$p" step_ripc_bw "$p" libripc 1 window
+		run_step "$r" "libripc-bw-w$BW_WINDOW-$p" step_ripc_bw "$p" "libripc_w$BW_WINDOW" "$BW_WINDOW" window
+		run_step "$r" "libripc-bw-libbuf-$p" step_ripc_bw "$p" libripc_libbuf 1 lib
+		run_step "$r" "libripc-bw-spin-$p" step_ripc_bw "$p" libripc_spin 1 window RIPC_SPIN_US=1000000
+	done
+	for peer in $PEERS; do
+		run_step "$r" "$peer" "step_$peer"
+	done
+done
+if [ -z "$RESULTS_FROM" ]; then
+	log "measurements done in $(elapsed) s"
+	echo "# duration $(elapsed) s" >> "$RESULTS"
+else
+	GIT_REV=$(sed -n 's/^# source: git \([^ ]*\) .*/\1/p' "$RESULTS")
+	GIT_DIRTY=$(sed -n 's/^# source: git [^ ]* (\([0-9]*\) .*/\1/p' "$RESULTS")
+fi
+DURATION=$(sed -n 's/^# duration \([0-9]*\) s/\1/p' "$RESULTS" | tail -1)
+RUN_DATE=$(sed -n 's/^# libripc benchmarks, //p' "$RESULTS")
+grep '^# load ' "$RESULTS" | cut -d' ' -f3- > "$WORK/load"
+
+# ---- summary: median (min, max) across rounds ----------------------------
+#
+# Each step's lines are followed by "# load ROUND STEP SECONDS PCT" in the
+# results file.  A sample whose step ran while other processes took more
+# than QUIET_MAX % of the machine is noise: it is left out whenever the
+# same measurement has at least one quieter sample; if it has none, all
+# samples are used and the summary line is flagged (last field 1).
+# Summary fields: system transport size metric median unit min max
+# n_used n_all noisy.
+
+awk -v qmax="$QUIET_MAX" '
+function flush(load,   j) {
+	for (j = 1; j <= nb; j++) {
+		k = bk[j]
+		v[k, ++n[k]] = bv[j]
+		ld[k, n[k]] = load
+	}
+	nb = 0
+}
+/^# load / { flush($6 + 0); next }
+/^#/ { next }
+NF == 6 {
+	k = $1 " " $2 " " $3 " " $4
+	if (!(k in n)) { order[++nk] = k; unit[k] = $6; n[k] = 0 }
+	bk[++nb] = k; bv[nb] = $5 + 0
+}
+END {
+	flush(0)        # lines without a load record (an interrupted run)
+	for (i = 1; i <= nk; i++) {
+		k = order[i]; m = 0
+		for (a = 1; a <= n[k]; a++)
+			if (ld[k, a] <= qmax) w[++m] = v[k, a]
+		noisy = m == 0
+		if (noisy)
+			for (a = 1; a <= n[k]; a++) w[++m] = v[k, a]
+		for (a = 2; a <= m; a++) {          # insertion sort (mawk)
+			x = w[a]
+			for (b = a - 1; b >= 1 && w[b] > x; b--) w[b + 1] = w[b]
+			w[b + 1] = x
+		}
+		med = m % 2 ? w[(m + 1) / 2] : (w[m / 2] + w[m / 2 + 1]) / 2
+		printf "%s %.2f %s %.2f %.2f %d %d %d\n", k, med, unit[k], w[1], w[m], m, n[k], noisy
+	}
+}' "$RESULTS" | sort -k1,1 -k2,2 -k4,4 -k3,3n > "$SUMMARY"
+
+declare -A MED LO HI NUSED NALL NOISY
+while read -r s t z m med u lo hi n nall noisy; do
+	MED["$s $t $z $m"]=$med
+	LO["$s $t $z $m"]=$lo
+	HI["$s $t $z $m"]=$hi
+	NUSED["$s $t $z $m"]=$n
+	NALL["$s $t $z $m"]=$nall
+	NOISY["$s $t $z $m"]=$noisy
+done < "$SUMMARY"
+
+# fmt VALUE: three significant digits or so
+fmt() {
+	awk -v x="$1" 'BEGIN {
+		if (x == "") { print "-"; exit }
+		if (x >= 100) printf "%.0f\n", x
+		else if (x >= 10) printf "%.1f\n", x
+		else printf "%.2f\n", x }'
+}
+cell() { # KEY: "median" or "-"; "*" = no sample was taken on a quiet machine
+	local k="$1"
+	[ -n "${MED[$k]:-}" ] || { echo "-"; return; }
+	echo "$(fmt "${MED[$k]}")$([ "${NOISY[$k]}" = 1 ] && echo '*')"
+}
+spread() { # KEY: "median (min-max)"
+	local k="$1"
+	[ -n "${MED[$k]:-}" ] || { echo ""; return; }
+	echo "$(fmt "${MED[$k]}") ($(fmt "${LO[$k]}")-$(fmt "${HI[$k]}"))"
+}
+ratio() { # A B: A / B with two decimals, "x" suffix
+	local a=${MED[$1]:-} b=${MED[$2]:-}
+	[ -n "$a" ] && [ -n "$b" ] || { echo "-"; return; }
+	awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.2fx\n", a / b; else print "-" }'
+}
+delta() { # A B: A - B in us
+	local a=${MED[$1]:-} b=${MED[$2]:-}
+	[ -n "$a" ] && [ -n "$b" ] || { echo "-"; return; }
+	awk -v a="$a" -v b="$b" 'BEGIN { printf "%+.2f\n", a - b }'
+}
+hsize() {
+	local s=$1
+	if [ "$s" -ge 1048576 ] && [ $((s % 1048576)) -eq 0 ]; then echo "$((s / 1048576)) MiB"
+	elif [ "$s" -ge 1024 ] && [ $((s % 1024)) -eq 0 ]; then echo "$((s / 1024)) KiB"
+	else echo "$s B"; fi
+}
+
+# ---- plots ----------------------------------------------------------------
+
+if [ "$PLOTS" = 1 ] && command -v gnuplot > /dev/null; then
+	mkdir -p "$WORK/plot"
+	# series SYSTEM TRANSPORT METRIC STYLE: a plot clause for one line of
+	# the summary ("size median min max" data file), nothing if empty.
+	series() {
+		local f="$WORK/plot/$1.$2.$3.dat"
+		awk -v s="$1" -v t="$2" -v m="$3" '$1 == s && $2 == t && $4 == m { print $3, $5, $7, $8 }' \
+			"$SUMMARY" > "$f"
+		[ -s "$f" ] || return 0
+		if [ "$4" = err ]; then
+			printf "'%s' using 1:2:3:4 with yerrorlines title '%s %s', " "$f" "$1" "$2"
+		else
+			printf "'%s' using 1:2 with linespoints dt 2 title '%s %s', " "$f" "$1" "$2"
+		fi
+	}
+	lat_plot() { # PROV: the plot clauses of one panel
+		local p=$1 cmd
+		cmd=$(series libripc "$p" lat_us err; series fi_rdm_msg "$p" lat_us err
+			series fi_rdm_gather_msg "$p" lat_us err)
+		if [ "$p" = tcp ]; then
+			cmd+=$(series fi_pingpong tcp-msg lat_us line
+				series tcp_socket tcp lat_us line
+				series tcp_socket tcp_busypoll lat_us line)
+		fi
+		echo "${cmd%, }"
+	}
+	bw_plot() {
+		local p=$1 cmd="" s
+		for s in libripc libripc_spin "libripc_w$BW_WINDOW" libripc_libbuf fi_rdm_pull fi_rdm_pullreg fi_rdm_read; do
+			cmd+=$(series "$s" "$p" bw_MBps err)
+		done
+		[ "$p" = tcp ] && cmd+=$(series tcp_socket tcp bw_MBps line)
+		echo "${cmd%, }"
+	}
+	np=$(echo $PROVIDERS | wc -w)
+	xtics() { # SIZES: explicit tick labels, and an x range around them
+		local z t="" lo hi
+		for z in "$@"; do t+="\"$(hsize "$z" | tr -d ' ')\" $z, "; done
+		lo=$(echo "$@" | tr ' ' '\n' | sort -n | head -1)
+		hi=$(echo "$@" | tr ' ' '\n' | sort -n | tail -1)
+		echo "set xtics (${t%, }); set xrange [$lo / 1.4 : $hi * 1.4]"
+	}
+	{
+		echo "set terminal pngcairo size $((620 * np)),480 font ',10' noenhanced"
+		echo "set output '$OUT_DIR/latency.png'"
+		echo "set multiplot layout 1,$np title 'One-way latency, median of $REPS rounds (bars: min-max), $STAMP'"
+		echo "set logscale xy; set grid; set key top left"
+		echo "set xlabel 'message size, bytes'; set ylabel 'us'"
+		xtics $LAT_SIZES
+		for p in $PROVIDERS; do
+			c=$(lat_plot "$p")
+			[ -n "$c" ] && echo "set title '$p'" && echo "plot $c"
+		done
+		echo "unset multiplot"
+		echo "set output '$OUT_DIR/bandwidth.png'"
+		echo "set multiplot layout 1,$np title 'Bandwidth (MB/s = 10^6 B/s), median of $REPS rounds (bars: min-max), $STAMP'"
+		echo "set ylabel 'MB/s'; set key bottom right"
+		xtics $BW_SIZES
+		for p in $PROVIDERS; do
+			c=$(bw_plot "$p")
+			[ -n "$c" ] && echo "set title '$p'" && echo "plot $c"
+		done
+		echo "unset multiplot"
+	} > "$WORK/plot.gp"
+	gnuplot "$WORK/plot.gp" >> "$LOG" 2>&1 || log "gnuplot failed (see $LOG)"
+fi
+
+# ---- the document -----------------------------------------------------------
+
+LOAD_RANGE=$(awk '{ if (min == "" || $4 < min) min = $4; if ($4 > max) max = $4 } END { printf "%s-%s %%", min, max }' "$WORK/load" 2>/dev/null)
+SRC_REL=${SUMMARY#$SRC/}
+RES_REL=${RESULTS#$SRC/}
+LOG_REL=${LOG#$SRC/}
+{
+	cat <<EOF
+# libripc performance
+
+Generated by \`test/benchmarks/run_bench.sh\` from the run of $RUN_DATE;
+do not edit by hand, re-run:
+
+    test/benchmarks/run_bench.sh      # from the source tree; ~$(( (${DURATION:-0} + 59) / 60 )) min
+    REPS=7 LAT_SEC=1 BW_SEC=1 test/benchmarks/run_bench.sh   # longer, steadier
+
+It builds the benchmarks in \`build-bench/\`, runs libripc, the raw libfabric
+floor on the same provider and the kernel-TCP peers in the same run ($REPS
+interleaved rounds), and writes \`$RES_REL\` (every measurement),
+\`$SRC_REL\` (median, min, max across rounds), \`$LOG_REL\` and this
+file.  Source: git $GIT_REV, $GIT_DIRTY uncommitted file(s) in ripc/ prov/ include/.
+
+## Machine
+
+| | |
+|---|---|
+| CPUs | $(nproc) ($CPU_MODEL) |
+| kernel | $(uname -r) |
+| OS | $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-?}") |
+| libfabric | $LIBFABRIC_VERSION (providers shm and tcp;ofi_rxm) |
+| compiler | $(cc --version 2>/dev/null | head -1), \`-g -O2\` |
+| pinning | servers on CPU $SRV_CPU, clients on CPU $CLI_CPU (\`taskset\`, all threads) |
+| foreign load | $LOAD_RANGE of both CPUs taken by other (not niced) processes and the hypervisor (steal) during the steps |
+
+## What is measured
+
+* **Latency** (\`lat_us\`): one-way = half a round trip of a ping-pong, the
+  **median** over up to $LAT_ITERS individually timed round trips per size
+  (at most $LAT_SEC s, after $LAT_WARMUP warm-up round trips for libripc, 10 %
+  for the raw programs).  \`libripc\`: \`ripc_pingpong\`, one short-send item,
+  echoed by the server from the library's receive buffer; the client's loop
+  includes \`ripc_buf_free\` of the echo.  \`fi_rdm_msg\`: the same ping-pong
+  with \`fi_inject\`/\`fi_send\` and \`fi_recv\` on an FI_EP_RDM endpoint of the
+  same provider (\`raw/fi_rma_bench -M\`): the floor under libripc's short send.
+  "raw + gather copy" (\`fi_rdm_gather_msg\`, \`-G\`): the same, but both sides
+  copy the payload into their send buffer before each send, as libripc's
+  short send gathers its items into a bounce buffer (and as any sender that
+  writes fresh data has to pay for: without it the raw send buffer is never
+  written and its cache lines stay clean in both cores' caches).
+* **Bandwidth** (\`bw_MBps\`, MB = 10^6 B): message size x messages / time,
+  at most $BW_SEC s per size.  \`libripc\`: \`ripc_long_bw\`; the client
+  long-sends one item (from \`ripc_buf_alloc\` memory), the server's library
+  pulls it with RDMA reads (chunks of at most RIPC_READ_CHUNK = 8 MiB) into a
+  receive window registered in advance, the server answers a short "done";
+  one message in flight.  \`libripc_w$BW_WINDOW\`: $BW_WINDOW in flight.
+  \`libripc_libbuf\`: no windows, the library allocates a buffer per message
+  (libRIPC's default path) and the server frees it.  \`libripc_spin\`: as
+  \`libripc\` with RIPC_SPIN_US=1000000 on both sides, so no receive ever
+  sleeps: the difference to \`libripc\` is the cost of the library's
+  sleep/wake-up path (progress thread) during a pull.  \`fi_rdm_pull\`: the same
+  protocol on raw libfabric (descriptor message, \`fi_read\` in 8 MiB chunks,
+  8-byte DONE; one in flight) — the floor of libripc's long send.
+  \`fi_rdm_pullreg\`: that, plus registering the sender's buffer with a fresh
+  key per message as libripc's security rule requires.  \`fi_rdm_read\`:
+  $READ_WINDOW \`fi_read\`s in flight on one registered buffer — the provider's
+  RDMA-read ceiling, not a protocol.
+* Peers (tcp tables): \`fi_pingpong tcp-msg\` = libfabric's tool on a tcp
+  FI_EP_MSG endpoint (its usec/xfer, a **mean**); \`tcp_socket\` = kernel TCP
+  sockets, blocking or busy-polling (\`raw/tcp_bench -M\`, median), stream
+  bandwidth for the bandwidth table.
+
+Cells are the median across the rounds; ratios are libripc / raw of those
+medians (latency: above 1 is slower; bandwidth: below 1 is slower).  A
+round's sample is left out when other processes took more than $QUIET_MAX % of
+the machine while its step ran (see the foreign load list at the end),
+unless no sample of that measurement was quieter: such cells carry a \`*\`
+and are noise, not data.  The spread (min-max across the rounds used) and
+the number of rounds used are in the last section and in the plots.
+
+EOF
+	for p in $PROVIDERS; do
+		echo "## $p: short-message latency, us (one-way, median)"
+		echo
+		if [ "$p" = tcp ]; then
+			echo "| size | libripc | raw fi_rdm_msg | ratio | overhead us | raw + gather copy | fi_pingpong tcp-msg (mean) | tcp_socket | tcp_socket busy-poll |"
+			echo "|---|---|---|---|---|---|---|---|---|"
+		else
+			echo "| size | libripc | raw fi_rdm_msg | ratio | overhead us | raw + gather copy |"
+			echo "|---|---|---|---|---|---|"
+		fi
+		for z in $LAT_SIZES; do
+			a="libripc $p $z lat_us"
+			b="fi_rdm_msg $p $z lat_us"
+			row="| $(hsize "$z") | $(cell "$a") | $(cell "$b") | $(ratio "$a" "$b") | $(delta "$a" "$b") | $(cell "fi_rdm_gather_msg $p $z lat_us") |"
+			if [ "$p" = tcp ]; then
+				row+=" $(cell "fi_pingpong tcp-msg $z lat_us") | $(cell "tcp_socket tcp $z lat_us") | $(cell "tcp_socket tcp_busypoll $z lat_us") |"
+			fi
+			echo "$row"
+		done
+		echo
+		echo "## $p: long-send bandwidth, MB/s"
+		echo
+		hdr="| size | libripc | raw fi_rdm_pull | ratio | raw fi_rdm_pullreg | ratio | libripc_spin | libripc_w$BW_WINDOW | libripc_libbuf | raw fi_rdm_read (W=$READ_WINDOW) |"
+		sep="|---|---|---|---|---|---|---|---|---|---|"
+		if [ "$p" = tcp ]; then
+			hdr+=" tcp_socket stream |"
+			sep+="---|"
+		fi
+		echo "$hdr"
+		echo "$sep"
+		for z in $BW_SIZES; do
+			a="libripc $p $z bw_MBps"
+			row="| $(hsize "$z") | $(cell "$a") | $(cell "fi_rdm_pull $p $z bw_MBps") | $(ratio "$a" "fi_rdm_pull $p $z bw_MBps")"
+			row+=" | $(cell "fi_rdm_pullreg $p $z bw_MBps") | $(ratio "$a" "fi_rdm_pullreg $p $z bw_MBps")"
+			row+=" | $(cell "libripc_spin $p $z bw_MBps") | $(cell "libripc_w$BW_WINDOW $p $z bw_MBps") | $(cell "libripc_libbuf $p $z bw_MBps") | $(cell "fi_rdm_read $p $z bw_MBps") |"
+			[ "$p" = tcp ] && row+=" $(cell "tcp_socket tcp $z bw_MBps") |"
+			echo "$row"
+		done
+		echo
+	done
+	if [ -r "$PEERS_BASELINE" ]; then
+		echo "## Peers measured on another day (orientation only)"
+		echo
+		echo "From \`${PEERS_BASELINE#$SRC/}\` (median of its rounds;"
+		echo "its latencies are means inside each run): what a user could pick"
+		echo "instead of libripc.  Not the same run: no ratios."
+		echo
+		echo "| system | transport | lat 8 B, us | lat 1 KiB, us | lat 64 KiB, us | bw 1 MiB, MB/s | bw 4 MiB, MB/s |"
+		echo "|---|---|---|---|---|---|---|"
+		awk '{ k = $1 " " $2; if (!(k in seen)) { seen[k] = 1; o[++n] = k }
+			v[k, $3, $4] = $5 }
+		END { for (i = 1; i <= n; i++) { k = o[i]; split(k, a, " ")
+			printf "| %s | %s | %s | %s | %s | %s | %s |\n", a[1], a[2],
+				c(v[k, 8, "lat_us"]), c(v[k, 1024, "lat_us"]), c(v[k, 65536, "lat_us"]),
+				c(v[k, 1048576, "bw_MBps"]), c(v[k, 4194304, "bw_MBps"]) } }
+		function c(x) { return x == "" ? "" : x }' "$PEERS_BASELINE"
+		echo
+	fi
+	if [ -f "$OUT_DIR/latency.png" ] && [ "$PLOTS" = 1 ]; then
+		echo "## Plots"
+		echo
+		echo "![latency vs size](${OUT_DIR#$(dirname "$DOC")/}/latency.png)"
+		echo
+		echo "![bandwidth vs size](${OUT_DIR#$(dirname "$DOC")/}/bandwidth.png)"
+		echo
+	fi
+	cat <<EOF
+## Caveats
+
+* **Shared, noisy machine.**  $(nproc) vCPUs shared with other work; client,
+  server, both libraries' progress threads and the kernel's softirq work
+  share them.  Compare rows of one run only; run-to-run drift of 10-30 % is
+  normal here.  Rounds are interleaved so that a burst of noise hits one
+  sample of many programs; the foreign load line above says how loud the
+  machine was.  The peers' baseline (../shared/bench/peers/BASELINE.md) was
+  taken on another day: use its numbers for orientation, not for ratios.
+* **Medians here, means elsewhere.**  Our latencies and the raw ones are
+  medians of individually timed round trips; fi_pingpong (and the peers'
+  baseline) report means, which a few scheduler hiccups inflate.
+* **Progress threads and pinning.**  libripc runs a progress thread per
+  process; it is pinned to the same CPU as its application thread.  While a
+  receive spins (RIPC_SPIN_US, default 200 us) the thread stays away; after
+  that the application sleeps and the thread drives transfers, polling shm
+  every RIPC_POLL_INTERVAL_US (default 1 ms, shm has no wait fd in 1.17).
+  The raw programs busy-poll on one thread and never sleep.
+* **shm uses CMA** (process_vm_readv/writev) for RMA here (no Yama, same
+  user); where CMA is refused shm falls back to bounce buffers and large
+  transfers get slower for libripc and raw alike.
+* **tcp is tcp;ofi_rxm** (libfabric $LIBFABRIC_VERSION); above 16 KiB rxm
+  switches from eager to rendezvous, which shows in the 64 KiB short-message
+  latencies of both libripc and fi_rdm_msg.
+* **16 MiB and above** do not fit in the L2 cache: all RMA figures drop
+  toward memory bandwidth; the receive buffer of libripc_libbuf is fresh
+  memory each time (page faults and registration included).
+* **Loopback only**: FI_TCP_IFACE=lo, RIPC_TCP_ADDR=127.0.0.1.
+
+EOF
+	if [ -f "$NOTES" ]; then
+		cat "$NOTES"
+		echo
+	fi
+	echo "## All measurements: median (min-max) across $REPS rounds"
+	echo
+	echo "| system | transport | size | metric | median (min-max) | rounds used |"
+	echo "|---|---|---|---|---|---|"
+	while read -r s t z m med u lo hi n nall noisy; do
+		echo "| $s | $t | $(hsize "$z") | $m | $(spread "$s $t $z $m") $u$([ "$noisy" = 1 ] && echo ' *') | $n of $nall |"
+	done < "$SUMMARY"
+	echo
+	echo "Foreign load per step (round, step, seconds, % of both CPUs taken by other processes):"
+	echo
+	echo '```'
+	cat "$WORK/load" 2>/dev/null
+	echo '```'
+} > "$DOC"
+log "wrote $DOC, $RESULTS, $SUMMARY in $(elapsed) s"
