@@ -151,7 +151,7 @@ static int send_or_defer(struct ripc_peer *peer, const struct ripc_wire_out *m,
 		return RIPC_EINVAL;
 	if (CTX->ndeferred >= DEFERRED_MAX || !(s = ripc__slot_get()))
 		return RIPC_ENOMEM;
-	ripc__wire_encode(m, s->buf);
+	ripc__wire_encode_sized(m, s->buf, len);
 	if (peer->ndeferred == 0) {
 		ret = post_once(peer, s->buf, len, s);
 		if (ret != -EAGAIN) {
@@ -188,7 +188,7 @@ int ripc__send_msg(struct ripc_peer *peer, const struct ripc_wire_out *m,
 	if (len <= t->attr.inject_size && len <= 4096) {
 		uint8_t buf[4096] __attribute__((aligned(8)));
 
-		ripc__wire_encode(m, buf);
+		ripc__wire_encode_sized(m, buf, len);
 		for (;;) {
 			ret = t->ops->inject(t->p, peer->handle, buf, len);
 			if (ret != -EAGAIN)
@@ -210,7 +210,7 @@ int ripc__send_msg(struct ripc_peer *peer, const struct ripc_wire_out *m,
 		if (ripc__now_ns() >= deadline)
 			return RIPC_ENOMEM;
 	}
-	ripc__wire_encode(m, s->buf);
+	ripc__wire_encode_sized(m, s->buf, len);
 	s->op.kind = RIPC_OP_SEND;
 	s->state = SLOT_TX;
 	s->tp = peer->tp;

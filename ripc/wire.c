@@ -108,7 +108,12 @@ static uint8_t *put_desc(uint8_t *p, const struct ripc_wire_desc *d)
 
 size_t ripc__wire_encode(const struct ripc_wire_out *m, void *buf)
 {
-	size_t total = ripc__wire_size(m);
+	return ripc__wire_encode_sized(m, buf, ripc__wire_size(m));
+}
+
+size_t ripc__wire_encode_sized(const struct ripc_wire_out *m, void *buf,
+			       size_t total)
+{
 	uint8_t *p = buf;
 
 	put16(p, RIPC_WIRE_MAGIC);

@@ -95,6 +95,9 @@ struct ripc_wire_in {
 size_t ripc__wire_size(const struct ripc_wire_out *m);
 /* Encode into buf (room >= ripc__wire_size(m)); returns bytes written. */
 size_t ripc__wire_encode(const struct ripc_wire_out *m, void *buf);
+/* The same, for a caller that already has total = ripc__wire_size(m). */
+size_t ripc__wire_encode_sized(const struct ripc_wire_out *m, void *buf,
+			       size_t total);
 
 /* Reasons a message is refused (for statistics and tests). */
 enum ripc_wire_err {
