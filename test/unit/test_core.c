@@ -864,3 +864,34 @@ Test(core, fork_child_talks_to_parent)
 	cr_assert_str_eq(r.sitems[0], msg);
 	release(&r, false);
 }
+
+/* RIPC_SHM=0 keeps a process off shm: it publishes no shm address, so even
+ * a peer on the same host (here: itself) reaches it over tcp. */
+Test(core, shm_off_means_tcp)
+{
+	static const char hi[] = "over tcp";
+	void *b[1] = { (void *)hi };
+	uint32_t l[1] = { sizeof(hi) };
+	struct rx r;
+
+	setenv("RIPC_PROVIDER", "", 1); /* all transports that work */
+	setenv("RIPC_SHM", "0", 1);
+	setenv("RIPC_RESOLVER", "0", 1);
+	need_service(SVC);
+	cr_assert_str_eq(ripc_transport_of(SVC), "tcp");
+	cr_assert_eq(ripc_send_short(SVC, SVC, b, l, 1, NULL, NULL, 0),
+		     RIPC_OK, "%s", ripc_strerror(ripc_last_error()));
+	receive(SVC, &r);
+	cr_assert_eq(r.err, RIPC_OK);
+	cr_assert(!memcmp(r.sitems[0], hi, sizeof(hi)));
+	release(&r, false);
+}
+
+/* With shm on, the same process is reached over shm. */
+Test(core, shm_on_means_shm)
+{
+	setenv("RIPC_PROVIDER", "", 1);
+	setenv("RIPC_RESOLVER", "0", 1);
+	need_service(SVC);
+	cr_assert_str_eq(ripc_transport_of(SVC), "shm");
+}
