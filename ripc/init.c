@@ -155,13 +155,21 @@ static int open_transports(void)
 	return CTX->ntp ? RIPC_OK : RIPC_ENOPROVIDER;
 }
 
+/* The parent's state as the child found it: kept reachable, never used. */
+static struct ripc_ctx *abandoned;
+
 static void atfork_child(void)
 {
 	/* The child shares nothing usable with the parent's library state
 	 * (endpoints, threads, registry locks): start afresh on first use.
-	 * The parent's resources are leaked in the child, not closed. */
+	 * The parent's resources are left alone in the child, not closed (that
+	 * would close the parent's); a copy of the context keeps them
+	 * reachable, so leak checkers do not report them. */
 	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
 
+	if (CTX->initialized && !abandoned &&
+	    (abandoned = malloc(sizeof(*abandoned))))
+		memcpy(abandoned, CTX, sizeof(*abandoned));
 	memset(CTX, 0, sizeof(*CTX));
 	CTX->lock = fresh;
 	ripc_list_init(&CTX->lregs);
@@ -182,6 +190,7 @@ static int init_locked(void)
 	ripc_list_init(&CTX->pulls);
 	ripc_list_init(&CTX->readq);
 	ripc_list_init(&CTX->read_retry);
+	ripc_list_init(&CTX->reads);
 	ripc_list_init(&CTX->deferred);
 	do {
 		if (ripc__random(&CTX->incarnation, sizeof(CTX->incarnation)))
@@ -352,6 +361,13 @@ RIPC_API void ripc_finalize(void)
 		ripc_list_del(pos);
 		free(ripc_container_of(pos, struct ripc_read_op, retry));
 	}
+	/* Reads still with the transport (their pulls were abandoned): the
+	 * endpoints are closed below and will not complete them. */
+	ripc_list_for_each_safe(pos, tmp, &CTX->reads)
+	{
+		ripc_list_del(pos);
+		free(ripc_container_of(pos, struct ripc_read_op, posted));
+	}
 	ripc_list_for_each_safe(pos, tmp, &CTX->pulls)
 	{
 		struct ripc_pull *p =
@@ -406,6 +422,7 @@ RIPC_API void ripc_finalize(void)
 	CTX->nsvc = 0;
 	ripc_list_init(&CTX->readq);
 	ripc_list_init(&CTX->read_retry);
+	ripc_list_init(&CTX->reads);
 	ripc__unlock();
 }
 

@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <time.h>
@@ -310,6 +311,22 @@ static void *progress_main(void *arg)
 	return NULL;
 }
 
+/* Library threads run with every signal blocked: a signal meant to
+ * interrupt an application thread (say, one blocked in ripc_receive) must
+ * not be delivered to them instead.  Blocked in the creating thread around
+ * pthread_create, so that there is no window before the thread blocks. */
+static bool create_thread(pthread_t *th, void *(*fn)(void *))
+{
+	sigset_t all, old;
+	int ret;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = pthread_create(th, NULL, fn, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ret == 0;
+}
+
 /* ---- the watchdog thread ---------------------------------------------
  * Runs the transports' watchdog ops (ripc_prov.h) every 200 ms without
  * taking the library lock: the thread it rescues may be holding it. */
@@ -357,7 +374,7 @@ void ripc__watchdog_start(void)
 	if (!needed)
 		return;
 	wd_stop = false;
-	wd_running = pthread_create(&wd_thread, NULL, watchdog_main, NULL) == 0;
+	wd_running = create_thread(&wd_thread, watchdog_main);
 }
 
 void ripc__watchdog_stop(void)
@@ -379,7 +396,7 @@ int ripc__thread_start(void)
 	CTX->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (CTX->wake_fd < 0)
 		return RIPC_ENOMEM;
-	ret = pthread_create(&CTX->thread, NULL, progress_main, NULL);
+	ret = create_thread(&CTX->thread, progress_main) ? 0 : -1;
 	if (ret) {
 		close(CTX->wake_fd);
 		CTX->wake_fd = -1;

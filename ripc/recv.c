@@ -362,6 +362,7 @@ void ripc__pull_read_done(struct ripc_read_op *op, int err)
 {
 	struct ripc_pull *p = op->pull;
 
+	ripc_list_del(&op->posted);
 	CTX->tp[op->tp].tx_inflight--;
 	if (err && connection_reset(err) && op->retries == 0 && p->msg &&
 	    !p->err && !CTX->shutting_down) {
@@ -416,13 +417,10 @@ static void repost_retries(void)
 				return; /* keep order; try later */
 		}
 		ripc_list_del(&op->retry);
-		if (ret) {
-			/* Count it as the failure of its chunk. */
-			t->tx_inflight++;
-			ripc__pull_read_done(op, ret);
-			continue;
-		}
+		ripc_list_add_tail(&CTX->reads, &op->posted);
 		t->tx_inflight++;
+		if (ret)
+			ripc__pull_read_done(op, ret); /* its chunk failed */
 	}
 }
 
@@ -459,6 +457,7 @@ void ripc__pull_post_reads(void)
 					break;
 				}
 				op->op.kind = RIPC_OP_READ;
+				ripc_list_init(&op->posted);
 				op->pull = p;
 				op->item = (uint16_t)i;
 				op->off = it->next;
@@ -478,6 +477,7 @@ void ripc__pull_post_reads(void)
 					p->err = RIPC_EPULL;
 					break;
 				}
+				ripc_list_add_tail(&CTX->reads, &op->posted);
 				t->tx_inflight++;
 				p->chunks_out++;
 				it->next += len;

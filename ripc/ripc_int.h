@@ -235,6 +235,7 @@ struct ripc_read_op {
 	int8_t tp;
 	uint8_t retries;
 	struct ripc_list retry; /* in ctx.read_retry while waiting */
+	struct ripc_list posted; /* in ctx.reads while with the transport */
 };
 
 /* A long send of this process whose buffers are exposed. */
@@ -308,6 +309,7 @@ struct ripc_ctx {
 	struct ripc_list pulls;   /* struct ripc_pull */
 	struct ripc_list readq;   /* pulls with chunks left to post */
 	struct ripc_list read_retry; /* read chunks to post again */
+	struct ripc_list reads;      /* read chunks posted, not completed */
 	struct ripc_list deferred;   /* struct ripc_deferred */
 	unsigned ndeferred;
 	uint32_t flush_gen;

@@ -12,7 +12,8 @@
 #   2c. make install, a program built against the installed library with
 #      pkg-config, make distcheck (scripts/check-install.sh);
 #   3. both again under AddressSanitizer + UndefinedBehaviorSanitizer in
-#      ./build-asan.
+#      ./build-asan; the fuzz targets for 30 s each; the conformance suite
+#      under valgrind memcheck (./build-vg).
 # Environment: RIPC_TEST_QUICK=1 skips the sanitizer pass.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -93,7 +94,29 @@ run_install() {
 }
 run_install
 
+# The decoders of untrusted input under libFuzzer (ASan+UBSan), 30 s each.
+run_fuzz() {
+	local out=$log/fuzz
+	if test/fuzz/run.sh 30 all >"$out" 2>&1; then
+		tally "fuzz (wire, resolver decoders)" 2 0
+	else
+		tail -n 30 "$out"
+		tally "fuzz (wire, resolver decoders)" 0 1
+	fi
+}
+
 if [ "${RIPC_TEST_QUICK:-0}" != 1 ]; then
+	run_fuzz
+	# The conformance suite under valgrind memcheck: no errors, no
+	# definite leaks (its own build in build-vg).
+	out=$log/valgrind
+	test/scripts/valgrind-suite.sh >"$out" 2>&1
+	p=$(tail -n 1 "$out" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p')
+	f=$(tail -n 1 "$out" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p')
+	[ -z "$p" ] && { p=0; f=1; }
+	[ "$f" -gt 0 ] && grep -E 'Fail|ERROR SUMMARY: [1-9]|definitely lost: [1-9]' "$out" | head -20
+	tally "valgrind: conformance (shm tcp)" "$p" "$f"
+
 	mkdir -p build-asan
 	if [ ! -f build-asan/Makefile ] || [ configure -nt build-asan/Makefile ]; then
 		(cd build-asan && ../configure -q --enable-sanitizers --disable-shared) \

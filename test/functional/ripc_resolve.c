@@ -52,19 +52,23 @@ static int client(void)
 		 "failed after %.3f s, timeout %.3f s", dt, timeout);
 	ft_log("unknown destination: error after %.3f s", dt);
 
-	/* Appears while the send waits. */
-	FT_CHECK(pipe(pfd) == 0, "pipe");
+	/* Appears while the send waits.  The child initialises the library
+	 * first (slow under valgrind) and says so; only then does the parent
+	 * send, and the child registers 200 ms into that send's wait. */
+	int ready[2];
+
+	FT_CHECK(pipe(pfd) == 0 && pipe(ready) == 0, "pipe");
 	child = fork();
 	FT_CHECK(child >= 0, "fork");
 	if (child == 0) {
 		struct ft_msg cm;
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
-		if (read(pfd[0], &c, 1) != 1)
-			_exit(3);
-		usleep(200000); /* the parent is already sending */
 		int code = 0;
 
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
+		if (ripc_init() || write(ready[1], "i", 1) != 1 ||
+		    read(pfd[0], &c, 1) != 1)
+			_exit(3);
+		usleep(200000); /* the parent is already sending */
 		if (!ripc_register_service_id(late))
 			code = 4;
 		else if (ft_recv(late, &cm, 10000) ||
@@ -75,6 +79,7 @@ static int client(void)
 		ripc_finalize(); /* _exit skips atexit: close the endpoint */
 		_exit(code);
 	}
+	FT_CHECK(read(ready[0], &c, 1) == 1, "child did not initialise");
 	FT_CHECK(write(pfd[1], "g", 1) == 1, "pipe");
 	t0 = ft_now();
 	/* One send: it waits (up to 0.6 s) for the ID to appear. */

@@ -10,6 +10,7 @@
 
 struct tag {
 	uint16_t to;
+	uint16_t pad; /* sent on the wire: no uninitialised bytes */
 	uint32_t seq;
 	uint32_t thread;
 };
@@ -80,7 +81,7 @@ static void *client_thread(void *arg)
 	/* Each client thread sends to both server services. */
 	for (uint32_t i = 0; i < (uint32_t)ft.iterations; i++) {
 		for (int k = 0; k < 2; k++) {
-			struct tag t = { k ? svc_b : svc_a, i, a->thread };
+			struct tag t = { k ? svc_b : svc_a, 0, i, a->thread };
 			void *b[1] = { &t };
 			uint32_t l[1] = { sizeof(t) };
 

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # runripctests.sh - run the libripc conformance suite (fabtests style).
 #
-# Usage: runripctests.sh [-b bindir] [-T seconds] [-e regex] [-v] [provider ...]
+# Usage: runripctests.sh [-b bindir] [-T seconds] [-e regex] [-w wrapper] [-v]
+#                        [provider ...]
 #   providers default to "shm tcp verbs"; a provider absent here reports
 #   Notrun (exit 77), not Pass.
+#   -w "cmd args" prefixes every program the runner starts (word-split),
+#   e.g. a valgrind command line (test/scripts/valgrind-suite.sh).
 #
 # Each test is a server/client pair of one program on this host.  The
 # server is started first with -r <file> and announces readiness (its
@@ -22,14 +25,16 @@ bindir=${RIPC_TEST_BINDIR:-$here/../functional}
 timeout=${RIPC_TEST_TIMEOUT:-180}
 verbose=0
 exclude='^$'
+wrapper=''
 
-while getopts "b:T:e:vh" o; do
+while getopts "b:T:e:w:vh" o; do
 	case $o in
 	b) bindir=$OPTARG ;;
 	T) timeout=$OPTARG ;;
 	e) exclude=$OPTARG ;;
+	w) wrapper=$OPTARG ;;
 	v) verbose=1 ;;
-	*) sed -n '2,20p' "$0"; exit 2 ;;
+	*) sed -n '2,23p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -108,8 +113,8 @@ run_one() {
 	t0=$(now_ms)
 	# shellcheck disable=SC2086
 	export RIPC_TEST_DIR=$tmp
-	RIPC_REGISTRY=$tmp/registry "$bindir/$name" -p "$prov" -r "$tmp/ready" \
-		$args >"$tmp/server.log" 2>&1 &
+	RIPC_REGISTRY=$tmp/registry $wrapper "$bindir/$name" -p "$prov" \
+		-r "$tmp/ready" $args >"$tmp/server.log" 2>&1 &
 	spid=$!
 	started_pids+=("$spid")
 	# Wait for readiness (bounded), or for the server to exit early.
@@ -121,8 +126,8 @@ run_one() {
 	if [ -s "$tmp/ready" ]; then
 		id=$(cat "$tmp/ready")
 		# shellcheck disable=SC2086
-		RIPC_REGISTRY=$tmp/registry "$bindir/$name" -p "$prov" $args "$id" \
-			>"$tmp/client.log" 2>&1 &
+		RIPC_REGISTRY=$tmp/registry $wrapper "$bindir/$name" -p "$prov" \
+			$args "$id" >"$tmp/client.log" 2>&1 &
 		cpid=$!
 		started_pids+=("$cpid")
 		wait_pid "$cpid" "$timeout"; crc=$?
