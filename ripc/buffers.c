@@ -123,7 +123,7 @@ int ripc__key_new(struct ripc_tp *t, uint64_t *key)
 		*key = 0;
 		return 0;
 	}
-	if ((ret = ripc__random(&k, sizeof(k))))
+	if ((ret = ripc__random_u64(&k)))
 		return ret;
 	/* Bit 31 belongs to rxm's internal keys; 4-byte keys (verbs) keep
 	 * 31 random bits. */

@@ -171,6 +171,7 @@ static void atfork_child(void)
 	    (abandoned = malloc(sizeof(*abandoned))))
 		memcpy(abandoned, CTX, sizeof(*abandoned));
 	memset(CTX, 0, sizeof(*CTX));
+	ripc__random_forget();
 	CTX->lock = fresh;
 	ripc_list_init(&CTX->lregs);
 	CTX->wake_fd = -1;

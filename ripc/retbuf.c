@@ -111,7 +111,7 @@ int ripc__retbuf_offer(struct ripc_peer *peer, uint64_t inc, uint16_t src,
 	o = calloc(1, sizeof(*o) + nr * sizeof(o->b[0]));
 	if (!o)
 		return RIPC_ENOMEM;
-	if (ripc__random(&o->id, sizeof(o->id))) {
+	if (ripc__random_u64(&o->id)) {
 		free(o);
 		return RIPC_ETRANSPORT;
 	}
@@ -531,7 +531,7 @@ int ripc__retbuf_reply(struct ripc_peer *peer, uint64_t inc, uint16_t src,
 		uint16_t ppos[RIPC_MAX_ITEMS];
 		struct ripc_lsend *ls = calloc(1, sizeof(*ls));
 
-		if (!ls || ripc__random(&ls->cookie, sizeof(ls->cookie))) {
+		if (!ls || ripc__random_u64(&ls->cookie)) {
 			free(ls);
 			err = RIPC_ENOMEM;
 			goto fail;

@@ -36,6 +36,9 @@ static inline uint64_t ripc__ms_ns(int64_t ms)
 }
 /* Random bytes from the kernel CSPRNG; aborts the operation on failure. */
 int ripc__random(void *buf, size_t len);
+/* 64 random bits from a pooled CSPRNG draw (lock held). */
+int ripc__random_u64(uint64_t *out);
+void ripc__random_forget(void);
 
 int ripc__set_err(int err);
 int ripc__err_from_errno(int neg_errno);

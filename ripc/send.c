@@ -474,7 +474,7 @@ static int long_to(struct ripc_peer *peer, uint64_t inc, uint16_t src,
 	ls = calloc(1, sizeof(*ls));
 	if (!ls)
 		return RIPC_ENOMEM;
-	if ((err = ripc__random(&ls->cookie, sizeof(ls->cookie)))) {
+	if ((err = ripc__random_u64(&ls->cookie))) {
 		free(ls);
 		return RIPC_ETRANSPORT;
 	}
