@@ -46,6 +46,7 @@ tests=(
 	"ripc_resolve|"
 	"ripc_short|-I 300"
 	"ripc_long|-x lib -I 12"
+	"ripc_long|-x lib -I 1 -S 1073741824"
 	"ripc_long|-x window -I 6"
 	"ripc_long|-x service -I 6"
 	"ripc_threads|-I 400"
