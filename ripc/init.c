@@ -499,7 +499,8 @@ RIPC_API const char *ripc_transport_of(uint16_t service)
 	if (service > RIPC_MAX_SERVICE_ID || ripc__ensure_init())
 		return NULL;
 	ripc__lock();
-	if (ripc__resolve(service, &r, ripc__now_ns()) == RIPC_OK) {
+	if (ripc__resolve(service, &r,
+			  ripc__now_ns() + CTX->cfg.resolve_timeout_ns) == RIPC_OK) {
 		if (r->mcast)
 			name = r->nmembers ? ripc__prov_names[r->members[0]->tp]
 					   : NULL;

@@ -356,7 +356,7 @@ int ripc__resolve(uint16_t dest, struct ripc_route **out, uint64_t deadline)
 		/* Not registered (yet): let others use the library while we
 		 * wait for the registry to change or an answer to come. */
 		ripc__unlock();
-		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+		ripc__resolver_wait(1000); /* an answer, or 1 ms */
 		ripc__lock();
 		ripc__resolver_input();
 		if (CTX->shutting_down)

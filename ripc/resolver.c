@@ -17,9 +17,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "resolver.h"
@@ -517,6 +519,19 @@ static void handle(const struct res_dgram *d, const struct sockaddr_in *from)
 		      d->flags & RES_F_DOWN);
 		break;
 	}
+}
+
+void ripc__resolver_wait(unsigned timeout_us)
+{
+	/* Without the lock: only the socket is looked at. */
+	int fd = res.ufd;
+
+	if (res.enabled && fd >= 0)
+		ppoll(&(struct pollfd){ .fd = fd, .events = POLLIN }, 1,
+		      &(struct timespec){ 0, (long)timeout_us * 1000 }, NULL);
+	else
+		nanosleep(&(struct timespec){ 0, (long)timeout_us * 1000 },
+			  NULL);
 }
 
 int ripc__resolver_input(void)

@@ -41,6 +41,9 @@ void ripc__resolver_close(void);
 int ripc__resolver_fd(int which);
 /* Read and handle every pending datagram.  Lock held. */
 int ripc__resolver_input(void);
+/* Sleep until an answer may be there, at most timeout_us (< 1 s).
+ * Called WITHOUT the library lock. */
+void ripc__resolver_wait(unsigned timeout_us);
 /* Timers: repeated announces, async refreshes.  Lock held. */
 void ripc__resolver_timers(uint64_t now);
 

@@ -228,6 +228,7 @@ measure_resolver() {
 	run_on C "$d/res.log" "$prog" resolve 30000 200; c=$last
 	stop "$c" 60
 	cat "$d/res.log"
+	[ -s "$d/res.log" ] || { echo "# resolver measurement failed:"; cat "$d"/*.err; }
 	kill -TERM "$s"; stop "$s" 10
 }
 
