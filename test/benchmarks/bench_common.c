@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,6 +43,7 @@ static void usage(const char *extra)
 		"  -T sec    hard time limit of the process\n"
 		"  -N name   system column      -X label  transport column\n"
 		"  -W n      messages in flight -x mode   benchmark mode\n"
+		"  -c list   sender counts (ripc_msgrate)\n"
 		"  -m        also print minima  -v        verbose\n%s",
 		prog, prog, extra ? extra : "");
 	exit(2);
@@ -52,7 +54,7 @@ void bench_parse(int argc, char **argv, const char *usage_extra)
 	int c;
 
 	prog = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
-	while ((c = getopt(argc, argv, "sp:r:S:N:X:n:w:t:T:W:x:mvh")) != -1) {
+	while ((c = getopt(argc, argv, "sp:r:S:N:X:n:w:t:T:W:x:c:mvh")) != -1) {
 		switch (c) {
 		case 's':
 			bo.server = true;
@@ -89,6 +91,9 @@ void bench_parse(int argc, char **argv, const char *usage_extra)
 			break;
 		case 'x':
 			bo.mode = optarg;
+			break;
+		case 'c':
+			bo.counts = optarg;
 			break;
 		case 'm':
 			bo.print_min = true;
@@ -263,4 +268,37 @@ void bench_emit(const char *system, const char *transport, size_t size,
 	printf("%s %s %zu %s %.2f %s\n", system, transport, size, metric,
 	       value, unit);
 	fflush(stdout);
+}
+
+void *bench_map(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		bench_die("mmap %zu bytes failed", len);
+	memset(p, 0, len);
+	return p;
+}
+
+void bench_check_transport(uint16_t server)
+{
+	const char *tr = ripc_transport_of(server);
+
+	if (!tr)
+		bench_die("server %u unreachable: %s", server,
+			  ripc_strerror(ripc_last_error()));
+	if (bo.prov && strcmp(tr, bo.prov))
+		bench_die("server reached over %s, not %s", tr, bo.prov);
+}
+
+void bench_free_msg(uint16_t ns, void **si, uint32_t *ss, void **li,
+		    uint32_t *ls)
+{
+	if (ns)
+		ripc_buf_free(si[0]); /* all short items share one buffer */
+	free(si);
+	free(ss);
+	free(li);
+	free(ls);
 }

@@ -1,5 +1,6 @@
 /*
- * Shared helpers of the libripc benchmarks (ripc_pingpong, ripc_long_bw).
+ * Shared helpers of the libripc benchmarks (ripc_pingpong, ripc_long_bw,
+ * ripc_reqrep, ripc_msgrate, ripc_filefetch).
  *
  * Every benchmark is one program that runs as server (-s) or client (one
  * positional argument: the server's service ID).  The server announces
@@ -37,6 +38,7 @@ struct bench_opts {
 	int time_limit;         /* -T: hard limit of the process, s */
 	int window;             /* -W: messages in flight (ripc_long_bw) */
 	const char *mode;       /* -x: benchmark-specific mode */
+	const char *counts;     /* -c: list of sender counts (ripc_msgrate) */
 	bool verbose;           /* -v */
 	bool print_min;         /* -m: also print lat_min_us lines */
 	uint16_t server_id;     /* client: positional argument */
@@ -64,6 +66,19 @@ size_t bench_max_size(const size_t *sizes, size_t n);
 
 /* Median and minimum of v[0..n) (sorts v in place). */
 double bench_median(double *v, size_t n);
+
+/* Anonymous memory of len bytes, every page faulted in (first touch must
+ * not be timed).  Exits when the mapping fails. */
+void *bench_map(size_t len);
+
+/* Client: make sure the server is reached over the transport asked for
+ * with -p (a silent fallback would measure the wrong thing). */
+void bench_check_transport(uint16_t server);
+
+/* Release what ripc_receive handed out: the short items' buffer and the
+ * four arrays (long items themselves are the caller's business). */
+void bench_free_msg(uint16_t ns, void **si, uint32_t *ss, void **li,
+		    uint32_t *ls);
 
 /* One result line on stdout, flushed at once so a killed run keeps what
  * it measured. */

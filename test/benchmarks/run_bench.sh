@@ -1,8 +1,10 @@
 #!/bin/bash
 # run_bench.sh - libripc against raw libfabric (and kernel TCP), one run.
 #
-#   test/benchmarks/run_bench.sh            # from anywhere; ~8-10 min
+#   test/benchmarks/run_bench.sh            # from anywhere; ~13-15 min
 #   REPS=7 LAT_SEC=1 test/benchmarks/run_bench.sh
+#   STEPS="reqrep msgrate fetch" REPS=3 OUT_DIR=/tmp/b DOC=/tmp/b/P.md \
+#       test/benchmarks/run_bench.sh        # only some steps, elsewhere
 #
 # Builds the benchmarks (in $BUILD_DIR, configuring it if needed), then
 # runs REPS interleaved rounds of, for each provider (shm, tcp):
@@ -25,10 +27,29 @@
 #                   as libripc must (fresh key per long send)
 #   fi_rdm_read     raw/fi_rma_bench: READ_WINDOW fi_reads in flight
 #                   (the provider's RDMA-read ceiling)
+# then (issues 3 and 6), for each provider:
+#   libripc_reqrep_retbuf  ripc_reqrep -x retbuf: short request, long reply
+#                   RDMA-written into a return buffer the request offered;
+#                   median request-to-reply time (lat_us) and reply MB/s
+#   libripc_reqrep_pull    ripc_reqrep -x pull: the same without a return
+#                   buffer, the reply pulled into a receive window
+#   libripc, libripc_<N>senders  ripc_msgrate: 64-byte short sends per
+#                   second (msg_rate, kmsg_s) from 1 and N sender processes
+#                   to one service, under a credit window
+#   fi_rdm_msgrate, fi_rdm_msgrate_<N>senders  raw/fi_msgrate: the same on
+#                   raw FI_EP_RDM endpoints (fi_inject), same credits
+#   fi_rdm_wire_msgrate    raw/fi_msgrate -m 120, one sender: raw messages
+#                   as large as libripc's on the wire (48-byte header, item
+#                   table, 64-byte item)
+#   libripc_fetch_long, libripc_fetch_retbuf  ripc_filefetch: fetch an
+#                   in-memory file by name (short request), by long send
+#                   into a receive window or into a return buffer
 # and, once per round, the peers on kernel TCP and libfabric's own tool:
 #   fi_pingpong tcp-msg       fi_pingpong -p tcp -e msg (mean, not median)
 #   tcp_socket tcp            raw/tcp_bench -M, blocking sockets
 #   tcp_socket tcp_busypoll   raw/tcp_bench -M -b, both ends spin
+#   tcp_fetch tcp             raw/tcp_filefetch: the file fetch over kernel
+#                             TCP sockets (the file-fetch baseline)
 #
 # Servers run on CPU $SRV_CPU, clients on CPU $CLI_CPU (taskset, threads
 # included), everything on 127.0.0.1 / lo (FI_TCP_IFACE=lo) or shared
@@ -41,7 +62,8 @@
 #   $OUT_DIR/results-<date>.txt   every result line, "# round N" between
 #   $OUT_DIR/summary-<date>.txt   system transport size metric median unit min max n
 #   $OUT_DIR/log-<date>.txt       stderr of every program, foreign load per step
-#   $OUT_DIR/latency.png, bandwidth.png
+#   $OUT_DIR/latency.png, bandwidth.png, reqrep.png, msgrate.png,
+#       filefetch.png
 #   $DOC                          tables and plots, generated
 #
 # Knobs (environment), defaults in brackets:
@@ -50,8 +72,18 @@
 #   LAT_WARMUP [1000]  LAT_SEC [0.5]: time budget per size and program
 #   BW_SIZES ["65536 262144 1048576 4194304 16777216 67108864"]
 #   BW_SEC [0.5]  BW_ITERS [100000]  BW_WINDOW [4]  READ_WINDOW [8]
+#   REQ_SIZES ["4096 16384 65536 262144 1048576 4194304 16777216 67108864"]
+#   REQ_SEC [0.2]  REQ_ITERS [20000]: request/reply, per size and mode
+#   RATE_SENDERS ["1 4"]  RATE_SEC [0.5]: message rate, per sender count
+#   RATE_WIRE [120]: bytes of the raw run at libripc's wire size ("" skips)
+#   FETCH_SIZES ["1024 16384 65536 1048576 4194304 16777216 67108864"]
+#   FETCH_SEC [0.2]  FETCH_ITERS [10000]: file fetch, per size and mode
+#   STEPS ["core reqrep msgrate fetch peers"]: which groups run (core =
+#       ping-pong, long send and their raw floors; reqrep, msgrate and
+#       fetch with their raw floors, fetch including tcp_fetch; peers =
+#       PEERS)
 #   SRV_CPU [0]  CLI_CPU [1]  PROC_LIMIT [120]: timeout of one process, s
-#   TOTAL_LIMIT [840]: start no new step after this many s
+#   TOTAL_LIMIT [900]: start no new step after this many s
 #   QUIET_PCT [15] QUIET_WAIT [10] QUIET_BUDGET [60]: before each step,
 #       wait (bounded) while other processes keep the CPUs busier than this
 #   QUIET_MAX [25]: summaries leave out samples whose step ran under more
@@ -78,10 +110,20 @@ BW_SEC=${BW_SEC:-0.5}
 BW_ITERS=${BW_ITERS:-100000}
 BW_WINDOW=${BW_WINDOW:-4}
 READ_WINDOW=${READ_WINDOW:-8}
+REQ_SIZES=${REQ_SIZES:-"4096 16384 65536 262144 1048576 4194304 16777216 67108864"}
+REQ_SEC=${REQ_SEC:-0.2}
+REQ_ITERS=${REQ_ITERS:-20000}
+RATE_SENDERS=${RATE_SENDERS:-"1 4"}
+RATE_SEC=${RATE_SEC:-0.5}
+RATE_WIRE=${RATE_WIRE-120}
+FETCH_SIZES=${FETCH_SIZES:-"1024 16384 65536 1048576 4194304 16777216 67108864"}
+FETCH_SEC=${FETCH_SEC:-0.2}
+FETCH_ITERS=${FETCH_ITERS:-10000}
+STEPS=${STEPS:-"core reqrep msgrate fetch peers"}
 SRV_CPU=${SRV_CPU:-0}
 CLI_CPU=${CLI_CPU:-1}
 PROC_LIMIT=${PROC_LIMIT:-120}
-TOTAL_LIMIT=${TOTAL_LIMIT:-840}
+TOTAL_LIMIT=${TOTAL_LIMIT:-900}
 QUIET_PCT=${QUIET_PCT:-15}
 QUIET_MAX=${QUIET_MAX:-25}
 QUIET_WAIT=${QUIET_WAIT:-10}
@@ -105,7 +147,9 @@ if [ -n "$RESULTS_FROM" ]; then
 	# The run's own settings, for the text of the document.
 	SETTINGS=$(sed -n 's/^# settings: //p' "$RESULTS_FROM")
 	for k in REPS PROVIDERS PEERS LAT_SIZES LAT_ITERS LAT_WARMUP LAT_SEC BW_SIZES \
-		BW_SEC BW_ITERS BW_WINDOW READ_WINDOW SRV_CPU CLI_CPU; do
+		BW_SEC BW_ITERS BW_WINDOW READ_WINDOW SRV_CPU CLI_CPU REQ_SIZES REQ_SEC \
+		REQ_ITERS RATE_SENDERS RATE_SEC RATE_WIRE FETCH_SIZES FETCH_SEC FETCH_ITERS \
+		STEPS; do
 		v=$(echo " $SETTINGS" | grep -oE " $k=(\"[^\"]*\"|[^ ]*)" | head -1)
 		v=${v#* $k=}
 		v=${v#\"}
@@ -122,6 +166,7 @@ LOG=$OUT_DIR/log-$STAMP.txt
 export FI_TCP_IFACE=lo                 # libfabric tcp: loopback only
 export RIPC_TCP_ADDR=127.0.0.1         # libripc tcp: the same
 export RIPC_REGISTRY=/dev/shm/ripc-bench-$$-registry
+export RIPC_RESOLVER=0                 # no multicast resolver: one host
 
 log() { echo "[run_bench $(date +%H:%M:%S)] $*" | tee -a "$LOG" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -133,7 +178,10 @@ elapsed() { echo $(($(date +%s) - START)); }
 PIDS=() # `timeout` processes of the servers we started
 # The programs' own pids go to $WORK/pids (a file, so that clients run in
 # command substitutions are recorded too): for /dev/shm and final kills.
-OUR_COMMS=" ripc_pingpong ripc_long_bw fi_rma_bench tcp_bench fi_pingpong "
+OUR_COMMS=" ripc_pingpong ripc_long_bw fi_rma_bench tcp_bench fi_pingpong ripc_reqrep \
+ripc_msgrate ripc_filefetch fi_msgrate tcp_filefetch "
+# Senders that ripc_msgrate and fi_msgrate fork note their pids here.
+export BENCH_PIDS=$WORK/pids
 
 # run_pinned CPU NAME CMD...: exec CMD pinned to CPU under timeout; the
 # program's own pid lands in $WORK/NAME.pid (sh execs it, and libtool's
@@ -403,6 +451,77 @@ step_tcp_socket() {
 	stop_srv
 }
 
+# ---- steps of issues 3 and 6 ---------------------------------------------
+
+step_ripc_reqrep() { # PROV MODE (retbuf or pull)
+	local p=$1 mode=$2 id
+	rm -f "$WORK/ready"
+	srv ripc_rr "$BIN/ripc_reqrep" -s -p "$p" -r "$WORK/ready" -T "$PROC_LIMIT"
+	if id=$(wait_ready "$WORK/ready"); then
+		cli ripc_rrc "$BIN/ripc_reqrep" -p "$p" -x "$mode" -S "$(csv $REQ_SIZES)" \
+			-n "$REQ_ITERS" -t "$REQ_SEC" -T "$PROC_LIMIT" "$id"
+	else
+		log "ripc_reqrep server ($p) did not start"
+	fi
+	stop_srv
+}
+
+step_ripc_msgrate() { # PROV
+	local p=$1 id
+	rm -f "$WORK/ready"
+	srv ripc_mr "$BIN/ripc_msgrate" -s -p "$p" -r "$WORK/ready" -T "$PROC_LIMIT"
+	if id=$(wait_ready "$WORK/ready"); then
+		cli ripc_mrc "$BIN/ripc_msgrate" -p "$p" -c "$(csv $RATE_SENDERS)" \
+			-t "$RATE_SEC" -T "$PROC_LIMIT" "$id"
+	else
+		log "ripc_msgrate server ($p) did not start"
+	fi
+	stop_srv
+}
+
+step_raw_msgrate() { # PROV: the same senders, then one at libripc's wire size
+	local p=$1 port
+	port=$(free_port)
+	srv rawmr "$RAW/fi_msgrate" -p "$p" -s -P "$port" -T "$PROC_LIMIT" \
+		-c "$(csv $RATE_SENDERS)"
+	cli rawmrc "$RAW/fi_msgrate" -p "$p" -P "$port" -T "$PROC_LIMIT" -X "$p" \
+		-c "$(csv $RATE_SENDERS)" -t "$RATE_SEC"
+	stop_srv
+	[ -n "$RATE_WIRE" ] || return 0
+	port=$(free_port)
+	srv rawmr "$RAW/fi_msgrate" -p "$p" -s -P "$port" -T "$PROC_LIMIT" -c 1
+	cli rawmrc "$RAW/fi_msgrate" -p "$p" -P "$port" -T "$PROC_LIMIT" -X "$p" \
+		-c 1 -t "$RATE_SEC" -m "$RATE_WIRE" -S fi_rdm_wire
+	stop_srv
+}
+
+step_ripc_fetch() { # PROV MODE (long or retbuf)
+	local p=$1 mode=$2 id
+	rm -f "$WORK/ready"
+	srv ripc_ff "$BIN/ripc_filefetch" -s -p "$p" -r "$WORK/ready" \
+		-S "$(csv $FETCH_SIZES)" -T "$PROC_LIMIT"
+	if id=$(wait_ready "$WORK/ready"); then
+		cli ripc_ffc "$BIN/ripc_filefetch" -p "$p" -x "$mode" -S "$(csv $FETCH_SIZES)" \
+			-n "$FETCH_ITERS" -t "$FETCH_SEC" -T "$PROC_LIMIT" "$id"
+	else
+		log "ripc_filefetch server ($p) did not start"
+	fi
+	stop_srv
+}
+
+step_tcp_fetch() {
+	local port
+	port=$(free_port)
+	srv tcpff "$RAW/tcp_filefetch" -s -P "$port" -S "$(csv $FETCH_SIZES)" -T "$PROC_LIMIT"
+	if wait_listen "$port"; then
+		cli tcpffc "$RAW/tcp_filefetch" -P "$port" -S "$(csv $FETCH_SIZES)" \
+			-n "$FETCH_ITERS" -t "$FETCH_SEC" -T "$PROC_LIMIT" -q
+	else
+		log "tcp_filefetch server did not start"
+	fi
+	stop_srv
+}
+
 # run_step ROUND NAME CMD...: one step, its lines into the results file,
 # its duration and the foreign load it ran under into the log.
 run_step() {
@@ -417,7 +536,7 @@ run_step() {
 	read -r T0 B0 O0 <<< "$(ticks)"
 	"$@" > "$WORK/step.out"
 	read -r T1 B1 O1 <<< "$(ticks)"
-	grep -E '^[A-Za-z0-9_]+ [A-Za-z0-9_-]+ [0-9]+ [A-Za-z_]+ [0-9.]+ [A-Za-z]+$' \
+	grep -E '^[A-Za-z0-9_]+ [A-Za-z0-9_-]+ [0-9]+ [A-Za-z_]+ [0-9.]+ [A-Za-z_/]+$' \
 		"$WORK/step.out" | tee -a "$RESULTS" >&2
 	f=$((100 * ((B1 - B0) - (O1 - O0)) / (T1 - T0 > 0 ? T1 - T0 : 1)))
 	[ "$f" -lt 0 ] && f=0
@@ -439,12 +558,17 @@ if [ "$BUILD" = 1 ]; then
 	fi
 	log "building in $BUILD_DIR"
 	make -C "$BUILD_DIR" -j2 test/benchmarks/ripc_pingpong test/benchmarks/ripc_long_bw \
-		test/benchmarks/raw/fi_rma_bench test/benchmarks/raw/tcp_bench >> "$LOG" 2>&1 ||
+		test/benchmarks/raw/fi_rma_bench test/benchmarks/raw/tcp_bench \
+		test/benchmarks/ripc_reqrep test/benchmarks/ripc_msgrate \
+		test/benchmarks/ripc_filefetch test/benchmarks/raw/fi_msgrate \
+		test/benchmarks/raw/tcp_filefetch >> "$LOG" 2>&1 ||
 		die "build failed (see $LOG)"
 fi
 BIN=$BUILD_DIR/test/benchmarks
 RAW=$BIN/raw
-for b in "$BIN/ripc_pingpong" "$BIN/ripc_long_bw" "$RAW/fi_rma_bench" "$RAW/tcp_bench"; do
+for b in "$BIN/ripc_pingpong" "$BIN/ripc_long_bw" "$RAW/fi_rma_bench" "$RAW/tcp_bench" \
+	"$BIN/ripc_reqrep" "$BIN/ripc_msgrate" "$BIN/ripc_filefetch" "$RAW/fi_msgrate" \
+	"$RAW/tcp_filefetch"; do
 	[ -x "$b" ] || [ -n "$RESULTS_FROM" ] || die "missing $b (BUILD=1 builds it)"
 done
 command -v fi_pingpong > /dev/null || { log "fi_pingpong not installed: skipped"; PEERS=${PEERS/fi_pingpong/}; }
@@ -461,26 +585,52 @@ GIT_DIRTY=$(git -C "$SRC" status --porcelain -- ripc prov include 2>/dev/null | 
 	echo "# settings: REPS=$REPS PROVIDERS=\"$PROVIDERS\" PEERS=\"$PEERS\"" \
 		"LAT_SIZES=\"$LAT_SIZES\" LAT_ITERS=$LAT_ITERS LAT_WARMUP=$LAT_WARMUP LAT_SEC=$LAT_SEC" \
 		"BW_SIZES=\"$BW_SIZES\" BW_ITERS=$BW_ITERS BW_SEC=$BW_SEC BW_WINDOW=$BW_WINDOW" \
-		"READ_WINDOW=$READ_WINDOW SRV_CPU=$SRV_CPU CLI_CPU=$CLI_CPU"
+		"READ_WINDOW=$READ_WINDOW SRV_CPU=$SRV_CPU CLI_CPU=$CLI_CPU" \
+		"REQ_SIZES=\"$REQ_SIZES\" REQ_SEC=$REQ_SEC REQ_ITERS=$REQ_ITERS" \
+		"RATE_SENDERS=\"$RATE_SENDERS\" RATE_SEC=$RATE_SEC RATE_WIRE=$RATE_WIRE" \
+		"FETCH_SIZES=\"$FETCH_SIZES\" FETCH_SEC=$FETCH_SEC FETCH_ITERS=$FETCH_ITERS" \
+		"STEPS=\"$STEPS\""
 	echo "# format: system transport size_bytes metric value unit"
 } > "$RESULTS"
 
 # ---- rounds, interleaved ------------------------------------------------
 
+want() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
+
 for ((r = 1; r <= REPS; r++)); do
 	[ -n "$RESULTS_FROM" ] && break
 	echo "# round $r" >> "$RESULTS"
 	for p in $PROVIDERS; do
-		run_step "$r" "libripc-lat-$p" step_ripc_lat "$p"
-		run_step "$r" "raw-$p" step_raw "$p"
-		run_step "$r" "libripc-bw-$p" step_ripc_bw "$p" libripc 1 window
-		run_step "$r" "libripc-bw-w$BW_WINDOW-$p" step_ripc_bw "$p" "libripc_w$BW_WINDOW" "$BW_WINDOW" window
-		run_step "$r" "libripc-bw-libbuf-$p" step_ripc_bw "$p" libripc_libbuf 1 lib
-		run_step "$r" "libripc-bw-spin-$p" step_ripc_bw "$p" libripc_spin 1 window RIPC_SPIN_US=1000000
+		if want core; then
+			run_step "$r" "libripc-lat-$p" step_ripc_lat "$p"
+			run_step "$r" "raw-$p" step_raw "$p"
+			run_step "$r" "libripc-bw-$p" step_ripc_bw "$p" libripc 1 window
+			run_step "$r" "libripc-bw-w$BW_WINDOW-$p" step_ripc_bw "$p" "libripc_w$BW_WINDOW" "$BW_WINDOW" window
+			run_step "$r" "libripc-bw-libbuf-$p" step_ripc_bw "$p" libripc_libbuf 1 lib
+			run_step "$r" "libripc-bw-spin-$p" step_ripc_bw "$p" libripc_spin 1 window RIPC_SPIN_US=1000000
+		fi
+		if want reqrep; then
+			run_step "$r" "libripc-reqrep-retbuf-$p" step_ripc_reqrep "$p" retbuf
+			run_step "$r" "libripc-reqrep-pull-$p" step_ripc_reqrep "$p" pull
+		fi
+		if want msgrate; then
+			run_step "$r" "libripc-msgrate-$p" step_ripc_msgrate "$p"
+			run_step "$r" "raw-msgrate-$p" step_raw_msgrate "$p"
+		fi
+		if want fetch; then
+			run_step "$r" "libripc-fetch-long-$p" step_ripc_fetch "$p" long
+			run_step "$r" "libripc-fetch-retbuf-$p" step_ripc_fetch "$p" retbuf
+		fi
 	done
-	for peer in $PEERS; do
-		run_step "$r" "$peer" "step_$peer"
-	done
+	if want peers; then
+		for peer in $PEERS; do
+			run_step "$r" "$peer" "step_$peer"
+		done
+	fi
+	# The file-fetch baseline runs with the fetch steps of its round.
+	if want fetch; then
+		run_step "$r" tcp_fetch step_tcp_fetch
+	fi
 done
 if [ -z "$RESULTS_FROM" ]; then
 	log "measurements done in $(elapsed) s"
@@ -571,6 +721,10 @@ ratio() { # A B: A / B with two decimals, "x" suffix
 	[ -n "$a" ] && [ -n "$b" ] || { echo "-"; return; }
 	awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.2fx\n", a / b; else print "-" }'
 }
+verdict() { # A B MIN: "meets" when A / B >= MIN, else "misses"
+	awk -v a="${MED[$1]}" -v b="${MED[$2]}" -v m="$3" \
+		'BEGIN { print (b > 0 && a / b >= m) ? "meets" : "misses" }'
+}
 delta() { # A B: A - B in us
 	local a=${MED[$1]:-} b=${MED[$2]:-}
 	[ -n "$a" ] && [ -n "$b" ] || { echo "-"; return; }
@@ -650,10 +804,88 @@ if [ "$PLOTS" = 1 ] && command -v gnuplot > /dev/null; then
 		echo "unset multiplot"
 	} > "$WORK/plot.gp"
 	gnuplot "$WORK/plot.gp" >> "$LOG" 2>&1 || log "gnuplot failed (see $LOG)"
+
+	# Issues 3 and 6: request/reply and file fetch (latency above,
+	# bandwidth below, one column per provider), message rate.
+	rm -f "$OUT_DIR/reqrep.png" "$OUT_DIR/filefetch.png" "$OUT_DIR/msgrate.png"
+	pair_plot() { # FILE TITLE SIZES SERIES_FN: 2 x np panels
+		local f=$1 title=$2 sizes=$3 fn=$4 p m c
+		echo "set output '$f'"
+		echo "set multiplot layout 2,$np title '$title, median of $REPS rounds (bars: min-max), $STAMP'"
+		echo "set logscale xy; set grid; set key top left"
+		xtics $sizes
+		for m in lat_us bw_MBps; do
+			if [ $m = lat_us ]; then
+				echo "set ylabel 'us per request'; set key top left"
+			else
+				echo "set ylabel 'MB/s'; set key bottom right"
+			fi
+			for p in $PROVIDERS; do
+				c=$($fn "$p" "$m")
+				c=${c%, }
+				[ -n "$c" ] && echo "set title '$p'" && echo "plot $c"
+			done
+		done
+		echo "unset multiplot"
+	}
+	reqrep_series() { series libripc_reqrep_retbuf "$1" "$2" err; series libripc_reqrep_pull "$1" "$2" err; }
+	fetch_series() {
+		series libripc_fetch_long "$1" "$2" err; series libripc_fetch_retbuf "$1" "$2" err
+		series tcp_fetch tcp "$2" err
+	}
+	{
+		echo "set terminal pngcairo size $((620 * np)),860 font ',10' noenhanced"
+		if grep -q '^libripc_reqrep_' "$SUMMARY"; then
+			echo "set xlabel 'reply size, bytes'"
+			pair_plot "$OUT_DIR/reqrep.png" 'Request/reply: return buffer vs pull' \
+				"$REQ_SIZES" reqrep_series
+		fi
+		if grep -q '^libripc_fetch_' "$SUMMARY"; then
+			echo "set xlabel 'file size, bytes'"
+			pair_plot "$OUT_DIR/filefetch.png" 'File fetch: libripc vs kernel TCP sockets' \
+				"$FETCH_SIZES" fetch_series
+		fi
+	} > "$WORK/plot2.gp"
+	gnuplot "$WORK/plot2.gp" >> "$LOG" 2>&1 || log "gnuplot failed (see $LOG)"
+
+	# Message rate against the number of senders: "<family>_<N>senders"
+	# is N senders, the family's own name one.
+	if grep -q ' msg_rate ' "$SUMMARY"; then
+		awk -v d="$WORK/plot" '$4 == "msg_rate" && $1 !~ /_wire_/ {
+			n = 1; fam = $1
+			if (match($1, /_[0-9]+senders$/)) {
+				n = substr($1, RSTART + 1, RLENGTH - 8) + 0
+				fam = substr($1, 1, RSTART - 1)
+			}
+			f = d "/rate." fam "." $2 ".dat"
+			print n, $5, $7, $8 > f
+			files[f] = fam " " $2
+		}
+		END { for (f in files) print f, files[f] > (d "/rate.list") }' "$SUMMARY"
+		{
+			echo "set terminal pngcairo size 860,480 font ',10' noenhanced"
+			echo "set output '$OUT_DIR/msgrate.png'"
+			echo "set title '64-byte messages/s, median of $REPS rounds (bars: min-max), $STAMP'"
+			echo "set grid; set key outside right; set logscale y"
+			echo "set xlabel 'sender processes'; set ylabel 'thousand messages/s'"
+			echo "set xtics ($(echo $RATE_SENDERS | sed 's/ /, /g')); set xrange [0.5:$(echo $RATE_SENDERS | tr ' ' '\n' | sort -n | tail -1).5]"
+			c=""
+			while read -r f fam tr; do
+				sort -n "$f" -o "$f"
+				c+="'$f' using 1:2:3:4 with yerrorlines title '$fam $tr', "
+			done < <(sort -k2 "$WORK/plot/rate.list")
+			echo "plot ${c%, }"
+		} > "$WORK/plot3.gp"
+		gnuplot "$WORK/plot3.gp" >> "$LOG" 2>&1 || log "gnuplot failed (see $LOG)"
+	fi
 fi
 
 # ---- the document -----------------------------------------------------------
 
+WIRE_TEXT=""
+[ -n "$RATE_WIRE" ] && WIRE_TEXT="  \`fi_rdm_wire_msgrate\`: raw with $RATE_WIRE-byte
+  messages, the size of libripc's 64-byte message on the wire (48-byte
+  header, item lengths, item), one sender."
 LOAD_RANGE=$(awk '{ if (min == "" || $4 < min) min = $4; if ($4 > max) max = $4 } END { printf "%s-%s %%", min, max }' "$WORK/load" 2>/dev/null)
 SRC_REL=${SUMMARY#$SRC/}
 RES_REL=${RESULTS#$SRC/}
@@ -723,6 +955,38 @@ file.  Source: git $GIT_REV, $GIT_DIRTY uncommitted file(s) in ripc/ prov/ inclu
   sockets, blocking or busy-polling (\`raw/tcp_bench -M\`, median), stream
   bandwidth for the bandwidth table.
 
+* **Request/reply** (issue 3, \`ripc_reqrep\`): the client short-sends a
+  24-byte request, the server answers with a long send of the requested
+  size from one buffer of its own; one request outstanding.  \`lat_us\` here
+  is the median **whole request-to-reply time** (not half of it), \`bw_MBps\`
+  reply bytes per second; at most $REQ_SEC s or $REQ_ITERS requests per size.
+  \`retbuf\`: each request offers one return buffer of exactly the reply size
+  and the server's library RDMA-writes the reply into it.  \`pull\`: no
+  return buffer; the client's library pulls the reply into a receive window
+  the client registers again after every reply.
+* **Message rate** (issue 6, \`ripc_msgrate\`, \`msg_rate\` in thousands of
+  messages per second): 64-byte short sends from 1 or N sender processes
+  (each its own library instance and service, all on CPU $CLI_CPU) to one
+  receiving service (CPU $SRV_CPU), $RATE_SEC s per count.  Credits: the
+  senders together never have more than RIPC_QUEUE_MAX (1024) messages
+  unacknowledged, so the receiver's queue cannot overflow; the receiver acks
+  every (1024/N/4)-th message (256 with one sender).  The rate counts
+  messages the receiver confirmed, from the first sender's start to the last
+  sender's final confirmation.  \`fi_rdm_msgrate\`: the same messages and
+  credits on raw FI_EP_RDM endpoints (\`raw/fi_msgrate\`: \`fi_inject\`,
+  receives posted for the whole window, busy polling; a sender out of
+  credits yields its CPU to the other senders).$WIRE_TEXT
+* **File fetch** (issue 6, the libRIPC paper's web-server experiment,
+  \`ripc_filefetch\`): the server holds one in-memory file per size; the
+  client asks for one by name in a short message and gets it by long send
+  (\`libripc_fetch_long\`: pulled into a receive window) or written into a
+  return buffer offered with the request (\`libripc_fetch_retbuf\`); the
+  client's window or return buffer is as large as the largest file.
+  \`tcp_fetch\`: the same over one kernel TCP connection (\`raw/tcp_filefetch\`:
+  request line, 8-byte length and the file, blocking sockets, TCP_NODELAY).
+  Up to $FETCH_ITERS fetches or $FETCH_SEC s per size; \`lat_us\` is the median
+  time of one fetch, \`bw_MBps\` file bytes per second.
+
 Cells are the median across the rounds; ratios are libripc / raw of those
 medians (latency: above 1 is slower; bandwidth: below 1 is slower).  A
 round's sample is left out when other processes took more than $QUIET_MAX % of
@@ -772,6 +1036,105 @@ EOF
 		done
 		echo
 	done
+	# ---- issues 3 and 6: only what this run measured ----
+	if grep -q '^libripc_reqrep_' "$SUMMARY"; then
+		for p in $PROVIDERS; do
+			grep -q "^libripc_reqrep_[a-z]* $p " "$SUMMARY" || continue
+			echo "## $p: request/reply with and without a return buffer"
+			echo
+			echo "Per request: request-to-reply time (us, median) and reply bandwidth (MB/s)."
+			echo "Ratios retbuf / pull: latency below 1 and bandwidth above 1 mean the"
+			echo "return buffer is faster."
+			echo
+			echo "| reply size | retbuf us | pull us | ratio | retbuf MB/s | pull MB/s | ratio |"
+			echo "|---|---|---|---|---|---|---|"
+			for z in $REQ_SIZES; do
+				a="libripc_reqrep_retbuf $p $z"
+				b="libripc_reqrep_pull $p $z"
+				echo "| $(hsize "$z") | $(cell "$a lat_us") | $(cell "$b lat_us") | $(ratio "$a lat_us" "$b lat_us") | $(cell "$a bw_MBps") | $(cell "$b bw_MBps") | $(ratio "$a bw_MBps" "$b bw_MBps") |"
+			done
+			echo
+		done
+	fi
+	if grep -q ' msg_rate ' "$SUMMARY"; then
+		echo "## Message rate, 64-byte short messages (thousand messages/s)"
+		echo
+		echo "Ratio = libripc / raw libfabric on the same provider (issue 6's target:"
+		echo "at least 0.90x).  Senders are processes on one CPU, the receiver on the other."
+		echo
+		echo "| transport | senders | libripc | raw fi_rdm_msgrate | ratio |$( [ -n "$RATE_WIRE" ] && echo " raw, $RATE_WIRE-byte messages | ratio |")"
+		echo "|---|---|---|---|---|$( [ -n "$RATE_WIRE" ] && echo "---|---|")"
+		for p in $PROVIDERS; do
+			for n in $RATE_SENDERS; do
+				if [ "$n" = 1 ]; then
+					a="libripc $p 64 msg_rate"
+					b="fi_rdm_msgrate $p 64 msg_rate"
+				else
+					a="libripc_${n}senders $p 64 msg_rate"
+					b="fi_rdm_msgrate_${n}senders $p 64 msg_rate"
+				fi
+				row="| $p | $n | $(cell "$a") | $(cell "$b") | $(ratio "$a" "$b") |"
+				if [ -n "$RATE_WIRE" ]; then
+					w="fi_rdm_wire_msgrate $p $RATE_WIRE msg_rate"
+					if [ "$n" = 1 ]; then
+						row+=" $(cell "$w") | $(ratio "$a" "$w") |"
+					else
+						row+=" | |"
+					fi
+				fi
+				echo "$row"
+			done
+		done
+		echo
+	fi
+	if grep -q '^libripc_fetch_' "$SUMMARY"; then
+		for p in $PROVIDERS; do
+			grep -q "^libripc_fetch_[a-z]* $p " "$SUMMARY" || continue
+			echo "## $p: file fetch against kernel TCP sockets"
+			echo
+			echo "Per fetch: time (us, median) and file bandwidth (MB/s).  \"x TCP\" = how many"
+			echo "times faster than \`tcp_fetch\` (TCP time / libripc time; issue 6's target for"
+			echo "shm: at least 1.5x from 1 MiB up)."
+			echo
+			echo "| file size | long us | retbuf us | tcp_fetch us | long x TCP | retbuf x TCP | long MB/s | retbuf MB/s | tcp_fetch MB/s |"
+			echo "|---|---|---|---|---|---|---|---|---|"
+			for z in $FETCH_SIZES; do
+				a="libripc_fetch_long $p $z"
+				b="libripc_fetch_retbuf $p $z"
+				c="tcp_fetch tcp $z"
+				echo "| $(hsize "$z") | $(cell "$a lat_us") | $(cell "$b lat_us") | $(cell "$c lat_us") | $(ratio "$c lat_us" "$a lat_us") | $(ratio "$c lat_us" "$b lat_us") | $(cell "$a bw_MBps") | $(cell "$b bw_MBps") | $(cell "$c bw_MBps") |"
+			done
+			echo
+		done
+	fi
+	if grep -q -e ' msg_rate ' -e '^libripc_fetch_' "$SUMMARY"; then
+		echo "## Issue 6 targets in this run (goals, not assertions)"
+		echo
+		for p in $PROVIDERS; do
+			for n in $RATE_SENDERS; do
+				a="libripc $p 64 msg_rate"
+				b="fi_rdm_msgrate $p 64 msg_rate"
+				if [ "$n" != 1 ]; then
+					a="libripc_${n}senders $p 64 msg_rate"
+					b="fi_rdm_msgrate_${n}senders $p 64 msg_rate"
+				fi
+				[ -n "${MED[$a]:-}" ] && [ -n "${MED[$b]:-}" ] || continue
+				echo "* 64 B message rate, $p, $n sender$([ "$n" = 1 ] || echo s): libripc $(ratio "$a" "$b") of raw" \
+					"($(verdict "$a" "$b" 0.90) the 0.90x target)"
+			done
+		done
+		for z in $FETCH_SIZES; do
+			[ "$z" -ge 1048576 ] || continue
+			for m in long retbuf; do
+				a="tcp_fetch tcp $z lat_us"
+				b="libripc_fetch_$m shm $z lat_us"
+				[ -n "${MED[$a]:-}" ] && [ -n "${MED[$b]:-}" ] || continue
+				echo "* file fetch over shm, $(hsize "$z"), $m: TCP time / libripc time $(ratio "$a" "$b")" \
+					"($(verdict "$a" "$b" 1.5) the 1.5x target)"
+			done
+		done
+		echo
+	fi
 	if [ -r "$PEERS_BASELINE" ]; then
 		echo "## Peers measured on another day (orientation only)"
 		echo
@@ -798,6 +1161,12 @@ EOF
 		echo "![bandwidth vs size](${OUT_DIR#$(dirname "$DOC")/}/bandwidth.png)"
 		echo
 	fi
+	for f in reqrep:"request/reply, return buffer vs pull" msgrate:"message rate vs senders" \
+		filefetch:"file fetch vs kernel TCP"; do
+		[ "$PLOTS" = 1 ] && [ -f "$OUT_DIR/${f%%:*}.png" ] || continue
+		echo "![${f#*:}](${OUT_DIR#$(dirname "$DOC")/}/${f%%:*}.png)"
+		echo
+	done
 	cat <<EOF
 ## Caveats
 
@@ -827,6 +1196,19 @@ EOF
   toward memory bandwidth; the receive buffer of libripc_libbuf is fresh
   memory each time (page faults and registration included).
 * **Loopback only**: FI_TCP_IFACE=lo, RIPC_TCP_ADDR=127.0.0.1.
+* **Request/reply and file fetch are whole request-to-reply times**, not
+  half round trips like the ping-pong's \`lat_us\`; their \`bw_MBps\` divides by
+  the mean time per request, so a few slow requests lower it while the
+  median latency does not move.
+* **Several senders share one CPU.**  With $(nproc) CPUs the N sender
+  processes of the message rate all run on CPU $CLI_CPU: the N-sender
+  figure shows the receiver serving N peers and the senders' scheduling,
+  not N times the sending power.  Raw senders spin (and yield when out of
+  credits), libripc's sleep in their receive while they wait for an ack.
+* **Message rates swing with the VM's placement** of the two vCPUs (raw
+  shm, one sender, has given 1.2 and 2-4 million messages/s within minutes
+  of each other); look at the spread in the last section before reading
+  much into one ratio.
 
 EOF
 	if [ -f "$NOTES" ]; then
