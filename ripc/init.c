@@ -158,6 +158,20 @@ static int open_transports(void)
 /* The parent's state as the child found it: kept reachable, never used. */
 static struct ripc_ctx *abandoned;
 
+/* Around fork(): every libfabric call is made under the library lock, so
+ * holding it across the fork guarantees that no library thread is inside
+ * libfabric (holding its internal locks) in the instant the child is
+ * created; the child would otherwise deadlock on them. */
+static void atfork_prepare(void)
+{
+	ripc__lock();
+}
+
+static void atfork_parent(void)
+{
+	ripc__unlock();
+}
+
 static void atfork_child(void)
 {
 	/* The child shares nothing usable with the parent's library state
@@ -279,7 +293,8 @@ int ripc__ensure_init(void)
 		static bool fork_handler;
 
 		if (!fork_handler) {
-			pthread_atfork(NULL, NULL, atfork_child);
+			pthread_atfork(atfork_prepare, atfork_parent,
+				       atfork_child);
 			fork_handler = true;
 		}
 		err = init_locked();

@@ -257,20 +257,29 @@ static void *progress_main(void *arg)
 			    ripc__now_ns() - CTX->last_traffic_ns < 2000000;
 		/* An application thread that called in a moment ago is
 		 * about to poll itself, unless it is now asleep in a
-		 * receive, or a transfer needs this process to progress. */
+		 * receive (which pokes wake_fd when it goes to sleep). */
 		bool app_active =
 			ripc__now_ns() - CTX->app_active_ns < APP_ACTIVE_NS &&
-			CTX->nwaiters == 0 && !busy;
+			CTX->nwaiters == 0;
 
 		wait_us = busy ? 10000 : 100000;
 		ripc__unlock();
 
 		if (spin || app_active) {
 			/* Application threads are polling or about to; stay
-			 * out of their way, check back on a timer. */
+			 * out of their way, check back on a timer or when one
+			 * of them goes to sleep (wake_fd). */
 			wait_us = CTX->cfg.poll_interval_us;
-			nanosleep(&(struct timespec){ 0, (long)wait_us * 1000 },
-				  NULL);
+			if (ppoll(pfd, 1,
+				  &(struct timespec){
+					  (time_t)(wait_us / 1000000),
+					  (long)(wait_us % 1000000) * 1000 },
+				  NULL) > 0) {
+				uint64_t v;
+
+				if (read(CTX->wake_fd, &v, sizeof(v)) < 0)
+					(void)0;
+			}
 			continue;
 		}
 		if (!can_wait) {
@@ -363,6 +372,17 @@ static void *watchdog_main(void *arg)
 	}
 	pthread_mutex_unlock(&wd_lock);
 	return NULL;
+}
+
+/* An application thread is about to sleep in a receive: the progress
+ * thread may be keeping out of its way on a timer; have it look now. */
+void ripc__progress_kick(void)
+{
+	uint64_t one = 1;
+
+	if (CTX->thread_running && CTX->wake_fd >= 0 &&
+	    write(CTX->wake_fd, &one, sizeof(one)) < 0)
+		(void)0; /* counter full: it is awake anyway */
 }
 
 void ripc__watchdog_start(void)

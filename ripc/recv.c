@@ -877,7 +877,8 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 		ms = wait_ns > 1000000000ull ? 1000
 					     : (int)((wait_ns + 999999) / 1000000);
 		ripc_list_add_tail(&svc->waiters, &w->link);
-		CTX->nwaiters++;
+		if (CTX->nwaiters++ == 0)
+			ripc__progress_kick();
 		ripc__unlock();
 		r = poll(&(struct pollfd){ .fd = fd, .events = POLLIN }, 1, ms);
 		if (r > 0) {

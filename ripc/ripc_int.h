@@ -410,6 +410,7 @@ int ripc__progress_locked(void);
 void ripc__progress_wait(uint64_t deadline);
 int ripc__thread_start(void);
 void ripc__thread_stop(void);
+void ripc__progress_kick(void);
 void ripc__watchdog_start(void);
 void ripc__watchdog_stop(void);
 void ripc__timers(uint64_t now);

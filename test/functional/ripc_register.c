@@ -1,9 +1,11 @@
 /*
  * Service IDs: an ID held by a live process cannot be taken; IDs outside
  * 0..65534 are refused; random IDs are distinct and usable at once; one
- * process holds several services; unregistering frees an ID; an ID held
- * by a process that was killed is reclaimed automatically.
+ * process holds several services; unregistering frees an ID; a child
+ * forked by a running process registers and talks afresh; an ID held by a
+ * process that was killed is reclaimed automatically.
  */
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <string.h>
@@ -26,6 +28,12 @@ static int server(void)
 		ft_recv_ok(me, &m, 30000);
 		if (ft_is_word(&m, "quit"))
 			break;
+		if (ft_is_word(&m, "child")) {
+			/* From a forked child of the client: answer it. */
+			FT_EXPECT(ft_send_word(me, m.from, "welcome"), RIPC_OK);
+			ft_msg_free(&m, false);
+			continue;
+		}
 		/* "hello <k>" from each random service of the client */
 		int k = atoi((char *)m.si[0] + 6);
 
@@ -82,7 +90,10 @@ static int client(void)
 	FT_CHECK(ripc_register_service_id(ids[0]), "re-register freed ID");
 	FT_EXPECT(ripc_unregister_service_id(ids[0]), RIPC_OK);
 
-	/* A process that dies holding an ID: the ID is reclaimed. */
+	/* A child forked while the library runs (its progress thread may be
+	 * inside libfabric at that instant) starts afresh: it registers, and
+	 * it talks to the server both ways.  Then it dies holding the ID,
+	 * and the ID is reclaimed. */
 	FT_CHECK(pipe(pfd) == 0, "pipe");
 	child = fork();
 	FT_CHECK(child >= 0, "fork");
@@ -91,13 +102,22 @@ static int client(void)
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
 		ok = ripc_register_service_id(ids[1]);
-
+		if (ok && ft_send_word(ids[1], srv, "child") == RIPC_OK &&
+		    ft_recv(ids[1], &m, 10000) == RIPC_OK)
+			ok = ft_is_word(&m, "welcome") && m.from == srv;
+		else
+			ok = 0;
 		if (write(pfd[1], ok ? "y" : "n", 1) != 1)
 			_exit(3);
 		pause();
 		_exit(0);
 	}
-	FT_CHECK(read(pfd[0], &c, 1) == 1 && c == 'y', "child register");
+	/* Bounded: a child stuck at start-up fails the test, not hangs it. */
+	FT_CHECK(poll(&(struct pollfd){ .fd = pfd[0], .events = POLLIN }, 1,
+		      30000) == 1,
+		 "forked child silent for 30 s");
+	FT_CHECK(read(pfd[0], &c, 1) == 1 && c == 'y',
+		 "forked child could not register or talk to the server");
 	FT_CHECK(!ripc_register_service_id(ids[1]), "took a live child's ID");
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);

@@ -826,44 +826,11 @@ Test(core, reinit_after_finalize)
 	}
 }
 
-/* A forked child starts the library afresh (new incarnation, own
- * endpoint) and can talk to its parent. */
-Test(core, fork_child_talks_to_parent)
-{
-	static const char msg[] = "from the child";
-	struct rx r;
-	pid_t pid;
-	int st;
-
-	need_service(SVC);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		void *b[1] = { (void *)msg };
-		uint32_t l[1] = { sizeof(msg) };
-		int code = 0;
-
-		if (ripc_register_service_id(SVC) != 0)
-			code = 2; /* the parent holds it */
-		else if (ripc_register_service_id(SVC2) != 1)
-			code = 3;
-		else if (ripc_send_short(SVC2, SVC, b, l, 1, NULL, NULL, 0))
-			code = 4;
-		else if (ripc_wait_released(msg, -1))
-			code = 5;
-		ripc_finalize();
-		_exit(code);
-	}
-	receive(SVC, &r);
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	cr_assert(WIFEXITED(st), "child died: status %#x", st);
-	cr_assert_eq(WEXITSTATUS(st), 0, "child failed at step %d",
-		     WEXITSTATUS(st));
-	cr_assert_eq(r.err, RIPC_OK, "%s", ripc_strerror(r.err));
-	cr_assert_eq(r.from, SVC2);
-	cr_assert_str_eq(r.sitems[0], msg);
-	release(&r, false);
-}
+/* A forked child starting the library afresh is tested in
+ * test/functional/ripc_register.c, in a plain process: here Criterion's
+ * own reporting thread may hold the allocator's lock at fork(), which
+ * under ASan (GCC 12, no fork handler in its allocator) deadlocks the
+ * child whatever the library does. */
 
 /* RIPC_SHM=0 keeps a process off shm: it publishes no shm address, so even
  * a peer on the same host (here: itself) reaches it over tcp. */
