@@ -12,8 +12,13 @@ const char *ft_name = "test";
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: %s [-p shm|tcp|verbs] [-r readyfile] [-I iterations] "
-		"[-S size] [-x extra] [-v] [server_service_id]\n",
+		"usage: %s [-p shm|tcp|verbs] [-s local_addr] [-r readyfile] "
+		"[-I iterations] [-S size] [-x extra] [-v] "
+		"[-a server_service_id | server_service_id]\n"
+		"  -s  IP address of this host's tcp endpoint and resolver "
+		"(sets RIPC_TCP_ADDR)\n"
+		"  -a  client: the server's service ID (as the positional "
+		"argument)\n",
 		ft_name);
 	exit(2);
 }
@@ -21,15 +26,24 @@ static void usage(void)
 void ft_init(int argc, char **argv, const char *name, long def_iter,
 	     long def_size)
 {
+	const char *server_arg = NULL;
 	int c;
 
 	ft_name = name;
 	ft.iterations = def_iter;
 	ft.size = def_size;
-	while ((c = getopt(argc, argv, "p:r:I:S:x:vh")) != -1) {
+	while ((c = getopt(argc, argv, "p:s:a:r:I:S:x:vh")) != -1) {
 		switch (c) {
 		case 'p':
 			ft.prov = optarg;
+			break;
+		case 's':
+			/* fabtests' source address: where this side listens
+			 * and multicasts its resolver traffic. */
+			setenv("RIPC_TCP_ADDR", optarg, 1);
+			break;
+		case 'a':
+			server_arg = optarg;
 			break;
 		case 'r':
 			ft.ready_file = optarg;
@@ -52,11 +66,19 @@ void ft_init(int argc, char **argv, const char *name, long def_iter,
 	}
 	ft.argc = argc - optind;
 	ft.argv = argv + optind;
-	ft.server = ft.argc == 0;
+	if (!server_arg && ft.argc > 0) {
+		server_arg = ft.argv[0];
+		ft.argc--;
+		ft.argv++;
+	}
+	ft.server = server_arg == NULL;
 	if (!ft.server) {
-		ft.server_id = atoi(ft.argv[0]);
-		if (ft.server_id < 0 || ft.server_id > 65535)
+		char *end;
+		long id = strtol(server_arg, &end, 10);
+
+		if (*server_arg == '\0' || *end != '\0' || id < 0 || id > 65534)
 			usage();
+		ft.server_id = (int)id;
 	}
 	if (ft.prov)
 		setenv("RIPC_PROVIDER", ft.prov, 1);

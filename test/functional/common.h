@@ -1,9 +1,11 @@
 /*
  * Shared code of the functional tests (fabtests style).
  *
- * Every test is one program that runs as server (no positional argument)
- * or client (positional argument: the server's service ID).  Options:
+ * Every test is one program that runs as server (no server argument) or
+ * client (-a ID or positional argument: the server's service ID).  Options:
  *   -p prov   transport to use (sets RIPC_PROVIDER): shm, tcp, verbs
+ *   -s addr   this host's IP address for tcp and the resolver
+ *             (sets RIPC_TCP_ADDR; ports are ephemeral)
  *   -r file   server: write "<service id>\n" to file when ready
  *   -I n      iterations            -S n   size in bytes
  *   -v        verbose
