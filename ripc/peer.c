@@ -355,9 +355,11 @@ int ripc__resolve(uint16_t dest, struct ripc_route **out, uint64_t deadline)
 			break;
 		/* Not registered (yet): let others use the library while we
 		 * wait for the registry to change or an answer to come. */
+		ripc__resolver_wait_enter();
 		ripc__unlock();
 		ripc__resolver_wait(1000); /* an answer, or 1 ms */
 		ripc__lock();
+		ripc__resolver_wait_leave();
 		ripc__resolver_input();
 		if (CTX->shutting_down)
 			return RIPC_ESHUTDOWN;

@@ -201,6 +201,26 @@ static bool work_pending(void)
 	       !ripc_list_empty(&CTX->deferred) || ripc__retbuf_pending();
 }
 
+/* After a ppoll on pfd[0] = wake_fd, pfd[1..n-1] = the resolver's
+ * sockets: reset the eventfd, read the datagrams. */
+static void after_poll(const struct pollfd *pfd, unsigned n)
+{
+	if (pfd[0].revents & POLLIN) {
+		uint64_t v;
+
+		if (read(CTX->wake_fd, &v, sizeof(v)) < 0)
+			(void)0;
+	}
+	for (unsigned k = 1; k < n; k++) {
+		if (pfd[k].revents) {
+			ripc__lock();
+			ripc__resolver_input();
+			ripc__unlock();
+			break;
+		}
+	}
+}
+
 static void *progress_main(void *arg)
 {
 	struct pollfd pfd[RIPC_PROV_MAX + 3];
@@ -208,7 +228,7 @@ static void *progress_main(void *arg)
 
 	(void)arg;
 	for (;;) {
-		unsigned nfd = 0;
+		unsigned nfd = 0, nquiet;
 		bool all_fd = true, can_wait, spin;
 		uint64_t wait_us;
 		int n = 0;
@@ -230,6 +250,13 @@ static void *progress_main(void *arg)
 		can_wait = !spin;
 		pfd[nfd++] = (struct pollfd){ .fd = CTX->wake_fd,
 					      .events = POLLIN };
+		for (int k = 0; k < 2; k++)
+			if (ripc__resolver_fd(k) >= 0)
+				pfd[nfd++] = (struct pollfd){
+					.fd = ripc__resolver_fd(k),
+					.events = POLLIN
+				};
+		nquiet = nfd;
 		for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
 			struct ripc_tp *t = &CTX->tp[i];
 
@@ -245,12 +272,6 @@ static void *progress_main(void *arg)
 			pfd[nfd++] = (struct pollfd){ .fd = t->attr.wait_fd,
 						      .events = POLLIN };
 		}
-		for (int k = 0; k < 2; k++)
-			if (ripc__resolver_fd(k) >= 0)
-				pfd[nfd++] = (struct pollfd){
-					.fd = ripc__resolver_fd(k),
-					.events = POLLIN
-				};
 		/* A transfer under way, or traffic a moment ago (a reply
 		 * often follows the end of a transfer closely). */
 		bool busy = work_pending() ||
@@ -266,20 +287,17 @@ static void *progress_main(void *arg)
 		ripc__unlock();
 
 		if (spin || app_active) {
-			/* Application threads are polling or about to; stay
-			 * out of their way, check back on a timer or when one
-			 * of them goes to sleep (wake_fd). */
+			/* Application threads are polling the provider or
+			 * about to; stay out of their way, check back on a
+			 * timer, when one of them goes to sleep (wake_fd), or
+			 * when a resolver datagram arrives. */
 			wait_us = CTX->cfg.poll_interval_us;
-			if (ppoll(pfd, 1,
-				  &(struct timespec){
-					  (time_t)(wait_us / 1000000),
-					  (long)(wait_us % 1000000) * 1000 },
-				  NULL) > 0) {
-				uint64_t v;
-
-				if (read(CTX->wake_fd, &v, sizeof(v)) < 0)
-					(void)0;
-			}
+			ppoll(pfd, nquiet,
+			      &(struct timespec){
+				      (time_t)(wait_us / 1000000),
+				      (long)(wait_us % 1000000) * 1000 },
+			      NULL);
+			after_poll(pfd, nquiet);
 			continue;
 		}
 		if (!can_wait) {
@@ -301,21 +319,7 @@ static void *progress_main(void *arg)
 		      &(struct timespec){ (time_t)(wait_us / 1000000),
 					  (long)(wait_us % 1000000) * 1000 },
 		      NULL);
-		if (pfd[0].revents & POLLIN) {
-			uint64_t v;
-
-			if (read(CTX->wake_fd, &v, sizeof(v)) < 0)
-				(void)0;
-		}
-		for (unsigned k = 1; k < nfd; k++) {
-			if (pfd[k].revents && (pfd[k].fd == ripc__resolver_fd(0) ||
-					       pfd[k].fd == ripc__resolver_fd(1))) {
-				ripc__lock();
-				ripc__resolver_input();
-				ripc__unlock();
-				break;
-			}
-		}
+		after_poll(pfd, nquiet);
 	}
 	return NULL;
 }

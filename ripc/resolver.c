@@ -20,6 +20,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -61,13 +62,19 @@ struct res_announce {
 static struct {
 	bool enabled;
 	int mfd, ufd;
+	/* Threads waiting for an answer (ripc__resolver_wait) sleep on ufd
+	 * and on wfd: whichever thread reads an answer off ufd first (often
+	 * the progress thread) writes wfd, so a waiter whose datagram was
+	 * taken from under it wakes at once.  waiters: under the lock. */
+	int wfd;
+	unsigned waiters;
 	struct sockaddr_in group;
 	uint64_t version, ttl_ns;
 	struct res_rec **rec; /* [65535], allocated on open */
 	unsigned nrec;
 	struct res_announce ann[64];
 	unsigned nann;
-} res = { .mfd = -1, .ufd = -1 };
+} res = { .mfd = -1, .ufd = -1, .wfd = -1 };
 
 bool ripc__resolver_enabled(void)
 {
@@ -260,7 +267,9 @@ int ripc__resolver_open(void)
 
 	res.mfd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	res.ufd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (res.mfd < 0 || res.ufd < 0)
+	res.wfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	res.waiters = 0;
+	if (res.mfd < 0 || res.ufd < 0 || res.wfd < 0)
 		goto fail;
 	/* Everybody on this host shares the group port. */
 	setsockopt(res.mfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -303,7 +312,9 @@ void ripc__resolver_close(void)
 		close(res.mfd);
 	if (res.ufd >= 0)
 		close(res.ufd);
-	res.mfd = res.ufd = -1;
+	if (res.wfd >= 0)
+		close(res.wfd);
+	res.mfd = res.ufd = res.wfd = -1;
 	res.enabled = false;
 	if (res.rec) {
 		for (unsigned i = 0; i <= RIPC_MAX_SERVICE_ID; i++)
@@ -521,17 +532,35 @@ static void handle(const struct res_dgram *d, const struct sockaddr_in *from)
 	}
 }
 
+void ripc__resolver_wait_enter(void)
+{
+	res.waiters++;
+}
+
+void ripc__resolver_wait_leave(void)
+{
+	res.waiters--;
+}
+
 void ripc__resolver_wait(unsigned timeout_us)
 {
-	/* Without the lock: only the socket is looked at. */
-	int fd = res.ufd;
+	/* Without the lock: only the sockets are looked at. */
+	struct pollfd pfd[2] = { { .fd = res.ufd, .events = POLLIN },
+				 { .fd = res.wfd, .events = POLLIN } };
+	struct timespec ts = { 0, (long)timeout_us * 1000 };
 
-	if (res.enabled && fd >= 0)
-		ppoll(&(struct pollfd){ .fd = fd, .events = POLLIN }, 1,
-		      &(struct timespec){ 0, (long)timeout_us * 1000 }, NULL);
-	else
-		nanosleep(&(struct timespec){ 0, (long)timeout_us * 1000 },
-			  NULL);
+	if (!res.enabled || res.ufd < 0 || res.wfd < 0) {
+		nanosleep(&ts, NULL);
+		return;
+	}
+	if (ppoll(pfd, 2, &ts, NULL) > 0 && (pfd[1].revents & POLLIN)) {
+		uint64_t v;
+
+		/* Drained by the first waiter to wake: another waiter may
+		 * then sleep out its timeout (1 ms), never longer. */
+		if (read(res.wfd, &v, sizeof(v)) < 0)
+			(void)0;
+	}
 }
 
 int ripc__resolver_input(void)
@@ -561,6 +590,12 @@ int ripc__resolver_input(void)
 			}
 			handle(&d, &from);
 		}
+	}
+	if (handled && res.waiters) {
+		uint64_t one = 1;
+
+		if (write(res.wfd, &one, sizeof(one)) < 0)
+			(void)0; /* counter full: readable anyway */
 	}
 	return handled;
 }

@@ -42,7 +42,11 @@ int ripc__resolver_fd(int which);
 /* Read and handle every pending datagram.  Lock held. */
 int ripc__resolver_input(void);
 /* Sleep until an answer may be there, at most timeout_us (< 1 s).
- * Called WITHOUT the library lock. */
+ * Called WITHOUT the library lock, between enter and leave, which are
+ * called with it held: input another thread reads meanwhile wakes the
+ * waiter. */
+void ripc__resolver_wait_enter(void);
+void ripc__resolver_wait_leave(void);
 void ripc__resolver_wait(unsigned timeout_us);
 /* Timers: repeated announces, async refreshes.  Lock held. */
 void ripc__resolver_timers(uint64_t now);
