@@ -1183,8 +1183,10 @@ EOF
 * **Progress threads and pinning.**  libripc runs a progress thread per
   process; it is pinned to the same CPU as its application thread.  While a
   receive spins (RIPC_SPIN_US, default 200 us) the thread stays away; after
-  that the application sleeps and the thread drives transfers, polling shm
-  every RIPC_POLL_INTERVAL_US (default 1 ms, shm has no wait fd in 1.17).
+  that the application sleeps (waking the thread as it does) and the thread
+  drives transfers, polling shm (no wait fd in 1.17) every RIPC_BUSY_POLL_US
+  (default 20 us) while a transfer is under way, every
+  RIPC_POLL_INTERVAL_US (default 1 ms) when idle.
   The raw programs busy-poll on one thread and never sleep.
 * **shm uses CMA** (process_vm_readv/writev) for RMA here (no Yama, same
   user); where CMA is refused shm falls back to bounce buffers and large
