@@ -36,6 +36,10 @@ const struct ripc_env_var ripc__env_table[RIPC_ENV_COUNT] = {
 		"into the library do (see ripc_progress(3))." },
 	[RIPC_ENV_SPIN_US] = { "RIPC_SPIN_US", "200",
 		"Microseconds a blocking receive polls before it sleeps." },
+	[RIPC_ENV_SPIN_PULL_US] = { "RIPC_SPIN_PULL_US", "20000",
+		"Microseconds a blocking receive may keep polling, beyond "
+		"RIPC_SPIN_US, while a long message for its service is being "
+		"pulled (0: never beyond RIPC_SPIN_US)." },
 	[RIPC_ENV_POLL_INTERVAL_US] = { "RIPC_POLL_INTERVAL_US", "1000",
 		"Progress thread's polling period for transports without a wait "
 		"file descriptor (shm)." },

@@ -44,6 +44,8 @@ static void load_config(void)
 		env_ms(RIPC_ENV_PULL_TIMEOUT_MS);
 	v = ripc__env_int(RIPC_ENV_SPIN_US);
 	CTX->cfg.spin_ns = v < 0 ? 0 : (uint64_t)v * 1000;
+	v = ripc__env_int(RIPC_ENV_SPIN_PULL_US);
+	CTX->cfg.spin_pull_ns = v < 0 ? 0 : (uint64_t)v * 1000;
 	v = ripc__env_int(RIPC_ENV_POLL_INTERVAL_US);
 	CTX->cfg.poll_interval_us = v < 10 ? 10 : v > 999999 ? 999999 : v;
 	v = ripc__env_int(RIPC_ENV_BUSY_POLL_US);

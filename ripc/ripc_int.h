@@ -336,7 +336,7 @@ struct ripc_ctx {
 	/* configuration */
 	struct {
 		uint64_t resolve_timeout_ns, send_timeout_ns, long_timeout_ns,
-			pull_timeout_ns, spin_ns, poll_interval_us,
+			pull_timeout_ns, spin_ns, spin_pull_ns, poll_interval_us,
 			busy_poll_us;
 		unsigned rx_depth, queue_max;
 		uint64_t return_timeout_ms;
