@@ -253,6 +253,29 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+static inline uint64_t pattern(size_t k, size_t size)
+{
+	return (k + 1) * 0x9e3779b97f4a7c15ull ^ size;
+}
+
+void bench_fill(uint8_t *buf, size_t size)
+{
+	uint64_t *w = (uint64_t *)buf;
+
+	for (size_t k = 0; k < size / 8; k++)
+		w[k] = pattern(k, size);
+}
+
+bool bench_verify(const uint8_t *buf, size_t size)
+{
+	const uint64_t *w = (const uint64_t *)buf;
+
+	for (size_t k = 1; k + 2 < size / 8; k++)
+		if (w[k] != pattern(k, size))
+			return false;
+	return true;
+}
+
 double bench_median(double *v, size_t n)
 {
 	if (!n)

@@ -67,6 +67,14 @@ size_t bench_max_size(const size_t *sizes, size_t n);
 /* Median and minimum of v[0..n) (sorts v in place). */
 double bench_median(double *v, size_t n);
 
+/* Test data: word k of a buffer of `size` bytes is a function of k and
+ * size, so that data left over from another size does not pass.
+ * bench_verify checks every whole word but the first and the last two
+ * (where the benchmarks stamp sequence numbers; the tail stamp may overlap
+ * the last whole word when size is not a multiple of 8). */
+void bench_fill(uint8_t *buf, size_t size);
+bool bench_verify(const uint8_t *buf, size_t size);
+
 /* Anonymous memory of len bytes, every page faulted in (first touch must
  * not be timed).  Exits when the mapping fails. */
 void *bench_map(size_t len);

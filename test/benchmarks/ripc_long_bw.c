@@ -34,7 +34,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "bench_common.h"
 
@@ -53,44 +52,6 @@ struct reply {
 	uint32_t pad;
 };
 
-/* Word k of an item of `size` bytes; the size is part of it so that data
- * left over from another size does not pass. */
-static inline uint64_t pattern(size_t k, size_t size)
-{
-	return (k + 1) * 0x9e3779b97f4a7c15ull ^ size;
-}
-
-static void fill(uint8_t *buf, size_t size)
-{
-	uint64_t *w = (uint64_t *)buf;
-
-	for (size_t k = 0; k < size / 8; k++)
-		w[k] = pattern(k, size);
-}
-
-/* Every word but the two stamped ones. */
-static bool verify(const uint8_t *buf, size_t size)
-{
-	const uint64_t *w = (const uint64_t *)buf;
-
-	for (size_t k = 1; k + 1 < size / 8; k++)
-		if (w[k] != pattern(k, size))
-			return false;
-	return true;
-}
-
-static void *map_buf(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED)
-		bench_die("mmap %zu bytes failed", len);
-	/* Fault the pages in now: first touch must not be timed. */
-	memset(p, 0, len);
-	return p;
-}
-
 static bool is_bye(uint16_t ns, void **si, const uint32_t *ss)
 {
 	return ns == 1 && ss[0] == sizeof(BYE) && !memcmp(si[0], BYE, 4);
@@ -104,17 +65,6 @@ static void send_bye(uint16_t me, uint16_t to)
 
 	if (r)
 		bench_log("sending BYE: %s", ripc_strerror(r));
-}
-
-static void free_msg(uint16_t ns, void **si, uint32_t *ss, void **li,
-		     uint32_t *ls)
-{
-	if (ns)
-		ripc_buf_free(si[0]);
-	free(si);
-	free(ss);
-	free(li);
-	free(ls);
 }
 
 /* ---- server ----------------------------------------------------------- */
@@ -136,7 +86,7 @@ static int server(void)
 	 * next message as soon as it has our answer, which is after we
 	 * registered the window again, so W + 1 is never short. */
 	for (int i = 0; windows && i <= bo.window; i++) {
-		win[i] = map_buf(max);
+		win[i] = bench_map(max);
 		if (ripc_reg_recv_window_for_service(win[i], max, me))
 			bench_die("receive window: %s",
 				  ripc_strerror(ripc_last_error()));
@@ -155,7 +105,7 @@ static int server(void)
 			bench_die("receive: %s", ripc_strerror(r));
 		if (is_bye(ns, si, ss)) {
 			send_bye(me, from);
-			free_msg(ns, si, ss, li, ls);
+			bench_free_msg(ns, si, ss, li, ls);
 			break;
 		}
 		if (nl != 1 || ls[0] < 16) {
@@ -164,7 +114,7 @@ static int server(void)
 				  ns, nl);
 			for (unsigned i = 0; i < nl; i++)
 				ripc_buf_free(li[i]);
-			free_msg(ns, si, ss, li, ls);
+			bench_free_msg(ns, si, ss, li, ls);
 			continue;
 		}
 		uint8_t *item = li[0];
@@ -180,7 +130,7 @@ static int server(void)
 			in_window |= item == win[i];
 		rep.missed = windows && !in_window;
 		if (rep.head & VERIFY_FLAG) {
-			rep.verified = verify(item, len) ? 1 : 2;
+			rep.verified = bench_verify(item, len) ? 1 : 2;
 			/* Clear it, so the next check sees fresh data. */
 			memset(item, 0, len);
 		}
@@ -198,7 +148,7 @@ static int server(void)
 		r = ripc_send_short(me, from, b, l, 1, NULL, NULL, 0);
 		if (r)
 			bench_die("answer to %u: %s", from, ripc_strerror(r));
-		free_msg(ns, si, ss, li, ls);
+		bench_free_msg(ns, si, ss, li, ls);
 	}
 	if (bo.verbose || missed)
 		bench_log("%llu long messages, %llu of them missed a window",
@@ -253,7 +203,7 @@ static unsigned reap(uint16_t me, uint32_t size, uint64_t *missed)
 	if (ns != 1 || ss[0] != sizeof(rep))
 		bench_die("unexpected answer (%u items)", ns);
 	memcpy(&rep, si[0], sizeof(rep));
-	free_msg(ns, si, ss, li, ls);
+	bench_free_msg(ns, si, ss, li, ls);
 	s = rep.head & 0xff;
 	if (s >= (unsigned)bo.window || !slot[s].busy ||
 	    rep.head != slot[s].stamp || rep.tail != slot[s].stamp ||
@@ -315,7 +265,7 @@ static int client(void)
 		if (n < MIN_TIMED)
 			n = MIN_TIMED;
 		for (unsigned s = 0; s < w; s++)
-			fill(slot[s].buf, size);
+			bench_fill(slot[s].buf, size);
 
 		/* Warm-up, every byte checked, one message at a time. */
 		for (long i = 0; i < warm; i++) {
@@ -374,7 +324,7 @@ static int client(void)
 					 &nl, 500))
 			continue;
 		bye = is_bye(ns, si, ss);
-		free_msg(ns, si, ss, li, ls);
+		bench_free_msg(ns, si, ss, li, ls);
 		if (bye)
 			break;
 	}

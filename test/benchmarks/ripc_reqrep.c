@@ -65,33 +65,6 @@ struct request {
 	uint32_t pad;
 };
 
-/* Word k of a reply of `size` bytes; the size is part of it so that data
- * left over from another size does not pass. */
-static inline uint64_t pattern(size_t k, size_t size)
-{
-	return (k + 1) * 0x9e3779b97f4a7c15ull ^ size;
-}
-
-static void fill(uint8_t *buf, size_t size)
-{
-	uint64_t *w = (uint64_t *)buf;
-
-	for (size_t k = 0; k < size / 8; k++)
-		w[k] = pattern(k, size);
-}
-
-/* Every whole word but the two stamped ones (the tail stamp may overlap
- * the last whole word when size is not a multiple of 8). */
-static bool verify(const uint8_t *buf, size_t size)
-{
-	const uint64_t *w = (const uint64_t *)buf;
-
-	for (size_t k = 1; k + 2 < size / 8; k++)
-		if (w[k] != pattern(k, size))
-			return false;
-	return true;
-}
-
 /* ---- server ----------------------------------------------------------- */
 
 static int server(void)
@@ -159,7 +132,7 @@ static int server(void)
 							  ripc_last_error()));
 				cap = rq.size;
 			}
-			fill(buf, rq.size);
+			bench_fill(buf, rq.size);
 			cur = rq.size;
 		}
 		memcpy(buf, &rq.seq, 8);
@@ -246,7 +219,7 @@ static bool request(uint16_t me, uint32_t size, bool check)
 		bench_die("reply %llu of %u bytes carries stamps %llu/%llu",
 			  (unsigned long long)seq, size,
 			  (unsigned long long)head, (unsigned long long)tail);
-	if (check && !verify(li[0], size))
+	if (check && !bench_verify(li[0], size))
 		bench_die("reply of %u bytes is corrupt", size);
 	where = li[0] == land;
 	if (!where)
