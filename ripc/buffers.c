@@ -330,6 +330,15 @@ static bool libbuf_to_cache(struct ripc_lreg *r)
 	return false;
 }
 
+/* A forked child: the cached buffers are registered in the parent's
+ * domain and listed in its context; forget them (not unmapped: the child
+ * never uses the parent's state). */
+void ripc__libbuf_cache_forget(void)
+{
+	memset(libbuf_cache, 0, sizeof(libbuf_cache));
+	libbuf_cached_bytes = 0;
+}
+
 void ripc__libbuf_cache_fini(void)
 {
 	for (int i = 0; i < LIBBUF_CACHE; i++) {

@@ -188,6 +188,7 @@ static void atfork_child(void)
 		memcpy(abandoned, CTX, sizeof(*abandoned));
 	memset(CTX, 0, sizeof(*CTX));
 	ripc__random_forget();
+	ripc__libbuf_cache_forget();
 	CTX->lock = fresh;
 	ripc_list_init(&CTX->lregs);
 	CTX->wake_fd = -1;

@@ -375,6 +375,7 @@ void ripc__lreg_del(struct ripc_lreg *r);
 void *ripc__libbuf_alloc(size_t len);
 void ripc__libbuf_free(void *p);
 void ripc__libbuf_cache_fini(void);
+void ripc__libbuf_cache_forget(void);
 int ripc__key_new(struct ripc_tp *t, uint64_t *key);
 
 /* peer.c */
