@@ -34,7 +34,7 @@ extern "C" {
 #define NUM_RECV_BUFFERS 10
 
 #define RIPC_VERSION_MAJOR 0
-#define RIPC_VERSION_MINOR 1
+#define RIPC_VERSION_MINOR 2
 #define RIPC_VERSION_PATCH 0
 
 /* Service IDs are 0 ... RIPC_MAX_SERVICE_ID. */
@@ -70,6 +70,8 @@ enum ripc_error {
 	RIPC_ESHUTDOWN = 18,  /* the library is shutting down */
 	RIPC_EAGAIN = 19,     /* nothing available (non-blocking call) */
 	RIPC_ETRUNC = 20,     /* some long items found no room (ripc_receive) */
+	RIPC_EEXPIRED = 21,   /* exposure ended: the peer did not finish in time */
+	RIPC_ECANCELED = 22,  /* cancelled by this process (or left unused) */
 	RIPC_ERROR_MAX
 };
 
@@ -117,7 +119,8 @@ uint8_t ripc_receive_timeout(uint16_t service_id, uint16_t *from_service_id,
 			     uint32_t **long_item_sizes,
 			     uint16_t *num_long_items, int timeout_ms);
 
-/* Readable whenever a message waits in the queue of any local service. */
+/* Readable whenever a message waits in the queue of any local service, or
+ * (once ripc_release_poll() was called) a release event is pending. */
 int ripc_get_fd(void);
 
 /* Drive the library's progress once (needed only with RIPC_PROGRESS=manual).
@@ -128,6 +131,27 @@ int ripc_progress(void);
  * and wait until it is not. */
 int ripc_buf_exposed(const void *buf);
 uint8_t ripc_wait_released(const void *buf, int timeout_ms);
+
+/* How an exposure ended, for event loops: one event per item of a long
+ * send (kind LONG) and per offered return buffer (kind RETURN).  status is
+ * RIPC_OK (pulled / reply written into it), RIPC_EPEER (the peer gave up
+ * or refused), RIPC_EEXPIRED (no word from the peer in time),
+ * RIPC_ECANCELED (cancelled, or an offer left unused) or RIPC_ESHUTDOWN.
+ * Events are recorded from the first call of ripc_release_poll() on. */
+enum ripc_release_kind {
+	RIPC_RELEASE_LONG = 1,
+	RIPC_RELEASE_RETURN = 2,
+};
+struct ripc_release {
+	const void *buf;  /* the item's first byte, as the application gave it */
+	uint32_t length;
+	uint16_t service; /* the service it was exposed to */
+	uint8_t kind;     /* enum ripc_release_kind */
+	uint8_t status;   /* RIPC_OK or an RIPC_E* code, see above */
+};
+/* Non-blocking: up to max events, oldest first; returns their number, or
+ * -1 on error (ripc_last_error). */
+int ripc_release_poll(struct ripc_release *events, int max);
 
 uint8_t ripc_unreg_recv_window(void *base);
 
@@ -179,6 +203,7 @@ struct ripc_stats {
 	uint64_t registrations, deregistrations;
 	uint64_t long_released, long_timeouts, pulls_failed;
 	uint64_t window_hits, library_buffers;
+	uint64_t release_events_dropped; /* ripc_release_poll queue full */
 };
 /* Copies min(size, sizeof(struct ripc_stats)) bytes of counters. */
 uint8_t ripc_stats(struct ripc_stats *stats, size_t size);

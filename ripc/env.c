@@ -146,3 +146,22 @@ bool ripc__env_bool(enum ripc_env_id id)
 	return !(!strcmp(v, "0") || !strcasecmp(v, "no") ||
 		 !strcasecmp(v, "off") || !strcasecmp(v, "false") || !*v);
 }
+
+/* The log level from RIPC_LOG_LEVEL; a word that names no level is
+ * reported (naming it) and the default kept. */
+void ripc__env_load_log_level(void)
+{
+	const char *v = ripc__env_str(RIPC_ENV_LOG_LEVEL);
+	int level = ripc__log_level_of(v);
+
+	if (level < 0) {
+		level = ripc__log_level_of(ripc__env_table[RIPC_ENV_LOG_LEVEL].def);
+		ripc__log_level = level;
+		ripc__log(RIPC_LOG_WARN,
+			  "RIPC_LOG_LEVEL=\"%s\": unknown level (none, error, "
+			  "warn, info, debug); using %s",
+			  v, ripc__env_table[RIPC_ENV_LOG_LEVEL].def);
+		return;
+	}
+	ripc__log_level = level;
+}

@@ -56,5 +56,7 @@ const char *ripc__env_str(enum ripc_env_id id);
  * Accepts k/m/g suffixes (powers of 1024). */
 int64_t ripc__env_int(enum ripc_env_id id);
 bool ripc__env_bool(enum ripc_env_id id);
+/* Set the log level from RIPC_LOG_LEVEL (a bad word is reported). */
+void ripc__env_load_log_level(void);
 
 #endif

@@ -29,6 +29,8 @@ static const char *const ripc_errstr[RIPC_ERROR_MAX] = {
 	[RIPC_ESHUTDOWN] = "Library is shutting down",
 	[RIPC_EAGAIN] = "No message available",
 	[RIPC_ETRUNC] = "Some long items had no receive window and no library buffer",
+	[RIPC_EEXPIRED] = "Exposure ended: the peer did not finish in time",
+	[RIPC_ECANCELED] = "Cancelled by this process, or left unused",
 };
 
 __attribute__((visibility("default"))) const char *ripc_strerror(int err)

@@ -1,11 +1,20 @@
 /*
- * Library lifetime: lazy initialisation on first use, ripc_init and
- * ripc_finalize, fork handling, and the small query functions.
+ * Lifecycle: initialisation on first use, finalize, fork, process exit.
+ *
+ * Every module of the core has a line in one table with what it does at
+ * initialisation, at teardown and in a forked child.  Initialisation runs
+ * the table top down, teardown bottom up, and a forked child runs every
+ * module's fork hook: nothing is torn down by hand elsewhere.
+ *
+ * Only the API layer (api*.c) calls into this file.  Finalize wakes every
+ * call that waits inside the library (they return RIPC_ESHUTDOWN) and
+ * waits until they have left before it tears anything down.  Process exit
+ * never waits for the library lock (see exit_handler below).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "locality.h"
@@ -15,12 +24,17 @@
 
 struct ripc_ctx ripc__ctx = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
-	.lregs = RIPC_LIST_INIT(ripc__ctx.lregs),
-	.wake_fd = -1,
-	.app_fd = -1,
+	.idle = PTHREAD_COND_INITIALIZER,
+	.sleepers = RIPC_LIST_INIT(ripc__ctx.sleepers),
+	.mem = { .lregs = RIPC_LIST_INIT(ripc__ctx.mem.lregs) },
+	.rx = { .app_fd = -1 },
+	.eng = { .wake_fd = -1 },
 };
 
-static bool atexit_done;
+/* The process has gone through exit: the library does not start again. */
+static bool exited;
+
+/* ---- configuration -------------------------------------------------- */
 
 /* Milliseconds from the environment; negative values mean 0. */
 static uint64_t env_ms(enum ripc_env_id id)
@@ -30,18 +44,14 @@ static uint64_t env_ms(enum ripc_env_id id)
 	return ripc__ms_ns(v < 0 ? 0 : v);
 }
 
-static void load_config(void)
+void ripc__load_config(void)
 {
 	int64_t v;
 
-	CTX->cfg.resolve_timeout_ns =
-		env_ms(RIPC_ENV_RESOLVE_TIMEOUT_MS);
-	CTX->cfg.send_timeout_ns =
-		env_ms(RIPC_ENV_SEND_TIMEOUT_MS);
-	CTX->cfg.long_timeout_ns =
-		env_ms(RIPC_ENV_LONG_TIMEOUT_MS);
-	CTX->cfg.pull_timeout_ns =
-		env_ms(RIPC_ENV_PULL_TIMEOUT_MS);
+	CTX->cfg.resolve_timeout_ns = env_ms(RIPC_ENV_RESOLVE_TIMEOUT_MS);
+	CTX->cfg.send_timeout_ns = env_ms(RIPC_ENV_SEND_TIMEOUT_MS);
+	CTX->cfg.long_timeout_ns = env_ms(RIPC_ENV_LONG_TIMEOUT_MS);
+	CTX->cfg.pull_timeout_ns = env_ms(RIPC_ENV_PULL_TIMEOUT_MS);
 	v = ripc__env_int(RIPC_ENV_SPIN_US);
 	CTX->cfg.spin_ns = v < 0 ? 0 : (uint64_t)v * 1000;
 	v = ripc__env_int(RIPC_ENV_SPIN_PULL_US);
@@ -78,53 +88,62 @@ static unsigned test_mr_bits(void)
 	return bits;
 }
 
-/* Is transport `name` selected by RIPC_PROVIDER (empty: all)? */
-static bool wanted(const char *name)
+/* Which transports RIPC_PROVIDER selects (bit per enum ripc_prov_id); an
+ * unknown word is an error that names it, not a silent "no transport". */
+static int provider_selection(unsigned *sel)
 {
 	const char *list = ripc__env_str(RIPC_ENV_PROVIDER);
-	size_t n = strlen(name);
+	const char *p = list;
 
-	if (!*list)
-		return true;
-	for (const char *p = list; *p;) {
-		const char *e = strchr(p, ',');
-		size_t len = e ? (size_t)(e - p) : strlen(p);
-
-		if (len == n && !strncmp(p, name, n))
-			return true;
-		if (!e)
-			break;
-		p = e + 1;
+	*sel = 0;
+	if (!*list) {
+		*sel = (1u << RIPC_PROV_MAX) - 1;
+		return RIPC_OK;
 	}
-	return false;
+	while (*p) {
+		size_t len = strcspn(p, ", ");
+		bool known = false;
+
+		for (unsigned i = 0; len && i < RIPC_PROV_MAX; i++) {
+			if (strlen(ripc__prov_names[i]) == len &&
+			    !strncmp(p, ripc__prov_names[i], len)) {
+				*sel |= 1u << i;
+				known = true;
+			}
+		}
+		if (len && !known) {
+			ripc__log(RIPC_LOG_ERROR,
+				  "RIPC_PROVIDER=\"%s\": unknown transport "
+				  "\"%.*s\" (known: shm, tcp, verbs)",
+				  list, (int)len, p);
+			return RIPC_EINVAL;
+		}
+		p += len;
+		p += strspn(p, ", ");
+	}
+	return RIPC_OK;
 }
 
-static void close_transports(void)
-{
-	for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
-		struct ripc_tp *t = &CTX->tp[i];
+/* ---- transports ----------------------------------------------------- */
 
-		if (t->open)
-			t->ops->close(t->p);
-		t->open = false;
-	}
-	CTX->ntp = 0;
-}
-
-static int open_transports(void)
+static int transports_open(void)
 {
 	struct ripc_prov_opts opts = {
 		.src_addr = ripc__env_str(RIPC_ENV_TCP_ADDR),
 		.shm_checked = ripc__env_bool(RIPC_ENV_SHM_CHECKED),
 		.force_mr_bits = test_mr_bits(),
 	};
+	unsigned sel;
+	int err;
 
+	if ((err = provider_selection(&sel)))
+		return err;
 	for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
 		struct ripc_tp *t = &CTX->tp[i];
 		int ret;
 
 		t->id = (int)i;
-		if (!wanted(ripc__prov_names[i]))
+		if (!(sel & (1u << i)))
 			continue;
 		if (i == RIPC_PROV_SHM && !ripc__env_bool(RIPC_ENV_SHM))
 			continue;
@@ -154,8 +173,182 @@ static int open_transports(void)
 		ripc__log(RIPC_LOG_INFO, "transport %s open (%s)",
 			  ripc__prov_names[i], t->attr.fabric_name);
 	}
+	if (!CTX->ntp)
+		ripc__log(RIPC_LOG_ERROR,
+			  "no transport could be opened (RIPC_PROVIDER=\"%s\"); "
+			  "RIPC_LOG_LEVEL=info says why",
+			  ripc__env_str(RIPC_ENV_PROVIDER));
 	return CTX->ntp ? RIPC_OK : RIPC_ENOPROVIDER;
 }
+
+static void transports_close(void)
+{
+	for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
+		struct ripc_tp *t = &CTX->tp[i];
+
+		if (t->open)
+			t->ops->close(t->p);
+		t->open = false;
+	}
+	CTX->ntp = 0;
+}
+
+/* Memory and the progress thread near the NICs in use (hwloc). */
+static int locality_setup(void)
+{
+	struct ripc_loc_nic_req req[RIPC_PROV_MAX];
+	unsigned nreq = 0;
+
+	for (unsigned i = 0; i < RIPC_PROV_MAX; i++)
+		if (CTX->tp[i].open)
+			req[nreq++] = (struct ripc_loc_nic_req){
+				.tp = (int)i,
+				.dev = i == RIPC_PROV_TCP
+					       ? ripc__env_str(RIPC_ENV_TCP_ADDR)
+					       : NULL
+			};
+	ripc__loc_setup(req, nreq);
+	return RIPC_OK;
+}
+
+/* ---- naming --------------------------------------------------------- */
+
+static int registry_open(void)
+{
+	struct ripc_reg_proc_info self;
+
+	if (ripc__reg_open(ripc__env_str(RIPC_ENV_REGISTRY))) {
+		ripc__log(RIPC_LOG_ERROR, "host registry %s unusable",
+			  ripc__reg_path());
+		return RIPC_EREGISTRY;
+	}
+	memset(&self, 0, sizeof(self));
+	self.incarnation = CTX->incarnation;
+	self.host_id = CTX->host_id;
+	self.pid = CTX->pid;
+	for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
+		if (!CTX->tp[i].open)
+			continue;
+		self.addr[i].len = (uint8_t)CTX->tp[i].addrlen;
+		memcpy(self.addr[i].addr, CTX->tp[i].addr,
+		       CTX->tp[i].addrlen);
+	}
+	if (ripc__reg_attach(&self)) {
+		ripc__reg_close();
+		return RIPC_EREGISTRY;
+	}
+	return RIPC_OK;
+}
+
+static void registry_close(void)
+{
+	ripc__reg_detach();
+	ripc__reg_close();
+}
+
+/* The services go first at teardown: peers stop finding us before
+ * anything else is taken down. */
+static void services_fini(void)
+{
+	for (unsigned i = 0; i <= RIPC_MAX_SERVICE_ID; i++)
+		if (CTX->svc[i])
+			ripc__resolver_announce((uint16_t)i, false,
+						CTX->svc[i]->mcast);
+	ripc__svc_fini();
+}
+
+static int lists_init(void)
+{
+	ripc_list_init(&CTX->windows);
+	ripc_list_init(&CTX->tx.queue);
+	ripc_list_init(&CTX->ex.live);
+	ripc_list_init(&CTX->ex.waiters);
+	ripc_list_init(&CTX->rb.grants);
+	ripc_list_init(&CTX->rb.replies);
+	ripc_list_init(&CTX->rb.writeq);
+	ripc_list_init(&CTX->rb.writes);
+	ripc_list_init(&CTX->pl.pulls);
+	ripc_list_init(&CTX->pl.readq);
+	ripc_list_init(&CTX->pl.read_retry);
+	ripc_list_init(&CTX->pl.reads);
+	return RIPC_OK;
+}
+
+static int identity(void)
+{
+	ripc__env_load_log_level();
+	ripc__load_config();
+	do {
+		if (ripc__random(&CTX->incarnation, sizeof(CTX->incarnation)))
+			return RIPC_ETRANSPORT;
+	} while (CTX->incarnation == 0);
+	CTX->host_id = ripc__host_id();
+	CTX->pid = getpid();
+	return RIPC_OK;
+}
+
+/* ---- the module table ----------------------------------------------- */
+
+struct ripc_module {
+	const char *name;
+	int (*init)(void);        /* lock held; RIPC_OK or an error */
+	void (*fini)(void);       /* lock held; bottom up */
+	void (*fork_child)(void); /* in a forked child: forget, never close */
+};
+
+
+/* Top down at initialisation; bottom up at teardown.  Teardown order
+ * matters: services are withdrawn first; exposures end (their
+ * registrations close) before the memory module closes every other
+ * registration, which happens before the transports close (an MR goes
+ * before its domain); receive slots are unmapped last, since libfabric
+ * owns posted buffers until its endpoints are closed. */
+static const struct ripc_module modules[] = {
+	{ "identity", identity, NULL, NULL },
+	{ "lists", lists_init, NULL, NULL },
+	{ "slots", NULL, ripc__mem_unmap, NULL },
+	{ "transports", transports_open, transports_close, NULL },
+	{ "locality", locality_setup, ripc__loc_teardown, ripc__loc_teardown },
+	{ "memory", ripc__mem_init, ripc__mem_deregister, NULL },
+	{ "registry", registry_open, registry_close, ripc__reg_forget },
+	{ "resolver", ripc__resolver_open, ripc__resolver_close,
+	  ripc__resolver_close },
+	{ "peers", NULL, ripc__peers_fini, NULL },
+	{ "exposures", NULL, ripc__expose_fini, NULL },
+	{ "transmit queue", NULL, ripc__tx_fini, NULL },
+	{ "return buffers", NULL, ripc__retbuf_fini, NULL },
+	{ "pulls", NULL, ripc__pull_fini, NULL },
+	{ "windows", NULL, ripc__windows_fini, NULL },
+	{ "services", NULL, services_fini, NULL },
+	{ "threads", NULL, NULL, ripc__thread_fork_child },
+	{ "engine", ripc__engine_start, NULL, NULL }, /* stopped unlocked */
+};
+#define NMODULES (sizeof(modules) / sizeof(modules[0]))
+
+static void fini_from(size_t top)
+{
+	for (size_t i = top; i-- > 0;)
+		if (modules[i].fini)
+			modules[i].fini();
+}
+
+static int init_locked(void)
+{
+	for (size_t i = 0; i < NMODULES; i++) {
+		int err = modules[i].init ? modules[i].init() : RIPC_OK;
+
+		if (err) {
+			ripc__log(RIPC_LOG_ERROR,
+				  "initialisation failed (%s): %s",
+				  modules[i].name, ripc_strerror(err));
+			fini_from(i);
+			return err;
+		}
+	}
+	return RIPC_OK;
+}
+
+/* ---- fork ----------------------------------------------------------- */
 
 /* The parent's state as the child found it: kept reachable, never used. */
 static struct ripc_ctx *abandoned;
@@ -166,139 +359,148 @@ static struct ripc_ctx *abandoned;
  * created; the child would otherwise deadlock on them. */
 static void atfork_prepare(void)
 {
-	ripc__lock();
+	pthread_mutex_lock(&CTX->lock);
 }
 
 static void atfork_parent(void)
 {
+	pthread_mutex_unlock(&CTX->lock);
+}
+
+/* The child shares nothing usable with the parent's library state
+ * (endpoints, threads, registry locks, timers): it starts afresh on first
+ * use.  The parent's resources are left alone, never closed (that would
+ * close the parent's); a copy of the context keeps them reachable, so
+ * leak checkers do not report them. */
+static void atfork_child(void)
+{
+	bool was = CTX->initialized;
+
+	if (was && !abandoned && (abandoned = malloc(sizeof(*abandoned))))
+		memcpy(abandoned, CTX, sizeof(*abandoned));
+	if (was)
+		for (size_t i = 0; i < NMODULES; i++)
+			if (modules[i].fork_child)
+				modules[i].fork_child();
+	memset(CTX, 0, sizeof(*CTX));
+	pthread_mutex_init(&CTX->lock, NULL);
+	pthread_cond_init(&CTX->idle, NULL);
+	ripc_list_init(&CTX->sleepers);
+	ripc_list_init(&CTX->mem.lregs);
+	CTX->rx.app_fd = -1;
+	CTX->eng.wake_fd = -1;
+}
+
+/* ---- process exit --------------------------------------------------- */
+
+
+/* Tear down what others would notice (registrations, endpoints and their
+ * /dev/shm files) without freeing anything another thread might still
+ * hold: used when exit finds threads inside the library.  Lock held. */
+static void quick_teardown(void)
+{
+	CTX->shutting_down = true;
+	CTX->exiting = true;
+	ripc__watchdog_stop();
+	ripc__resolver_close();
+	registry_close();
+	transports_close();
+}
+
+static bool lock_within(uint64_t ns)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(ns / 1000000000ull);
+	ts.tv_nsec += (long)(ns % 1000000000ull);
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	if (pthread_mutex_timedlock(&CTX->lock, &ts))
+		return false;
+	CTX->lock_owner = pthread_self();
+	return true;
+}
+
+/*
+ * Registered with atexit() at the first initialisation.  exit() may run in
+ * any thread, also from a signal handler that interrupted a thread inside
+ * the library (Debian's libfabric loads libinfinipath, whose handlers for
+ * SIGINT, SIGTERM, SIGSEGV... call exit(); see ripc(7) NOTES).  So it
+ * never waits for the lock it may itself hold, and never waits long for
+ * other threads: it does a full finalize when nobody else is inside the
+ * library, a quick teardown (peers see us go; nothing freed) when others
+ * are, and nothing at all when the lock cannot be had (then the progress
+ * thread is kept out of libfabric by the `exiting` flag it checks).
+ */
+static void exit_handler(void)
+{
+	unsigned mine = ripc__tls_calls;
+	uint64_t deadline;
+
+	if (!__atomic_load_n(&CTX->initialized, __ATOMIC_ACQUIRE))
+		return;
+	exited = true;
+	if (pthread_equal(CTX->lock_owner, pthread_self()) ||
+	    !lock_within(200000000ull)) {
+		__atomic_store_n(&CTX->exiting, true, __ATOMIC_RELEASE);
+		return;
+	}
+	if (!CTX->initialized || CTX->shutting_down) {
+		ripc__unlock();
+		return;
+	}
+	if (CTX->calls == mine) {
+		/* Nobody else inside: the ordinary finalize. */
+		ripc__unlock();
+		ripc__lifecycle_fini(true);
+		return;
+	}
+	/* Others wait inside: wake them, give them a moment to leave. */
+	CTX->shutting_down = true;
+	{
+		struct ripc_list *pos, *tmp;
+
+		ripc_list_for_each_safe(pos, tmp, &CTX->sleepers)
+			ripc__waiter_wake(ripc_container_of(
+				pos, struct ripc_waiter, sleep));
+	}
+	deadline = ripc__now_ns() + 200000000ull;
+	while (CTX->calls > mine && ripc__now_ns() < deadline) {
+		struct timespec ts = { 0, 1000000 };
+
+		ripc__unlock();
+		nanosleep(&ts, NULL);
+		if (!lock_within(50000000ull)) {
+			__atomic_store_n(&CTX->exiting, true,
+					 __ATOMIC_RELEASE);
+			return;
+		}
+	}
+	quick_teardown();
 	ripc__unlock();
 }
 
-static void atfork_child(void)
-{
-	/* The child shares nothing usable with the parent's library state
-	 * (endpoints, threads, registry locks): start afresh on first use.
-	 * The parent's resources are left alone in the child, not closed (that
-	 * would close the parent's); a copy of the context keeps them
-	 * reachable, so leak checkers do not report them. */
-	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-
-	if (CTX->initialized && !abandoned &&
-	    (abandoned = malloc(sizeof(*abandoned))))
-		memcpy(abandoned, CTX, sizeof(*abandoned));
-	memset(CTX, 0, sizeof(*CTX));
-	ripc__random_forget();
-	ripc__libbuf_cache_forget();
-	CTX->lock = fresh;
-	ripc_list_init(&CTX->lregs);
-	CTX->wake_fd = -1;
-	CTX->app_fd = -1;
-	ripc__reg_forget();
-}
-
-static int init_locked(void)
-{
-	struct ripc_reg_proc_info self;
-	int err;
-
-	ripc__log_init();
-	load_config();
-	ripc_list_init(&CTX->windows);
-	ripc_list_init(&CTX->lsends);
-	ripc_list_init(&CTX->pulls);
-	ripc_list_init(&CTX->readq);
-	ripc_list_init(&CTX->read_retry);
-	ripc_list_init(&CTX->reads);
-	ripc_list_init(&CTX->deferred);
-	do {
-		if (ripc__random(&CTX->incarnation, sizeof(CTX->incarnation)))
-			return RIPC_ETRANSPORT;
-	} while (CTX->incarnation == 0);
-	CTX->host_id = ripc__host_id();
-
-	if ((err = open_transports()))
-		goto fail;
-	/* Memory and the progress thread near the NICs in use (hwloc). */
-	{
-		struct ripc_loc_nic_req req[RIPC_PROV_MAX];
-		unsigned nreq = 0;
-
-		for (unsigned i = 0; i < RIPC_PROV_MAX; i++)
-			if (CTX->tp[i].open)
-				req[nreq++] = (struct ripc_loc_nic_req){
-					.tp = (int)i,
-					.dev = i == RIPC_PROV_TCP
-						       ? ripc__env_str(
-								 RIPC_ENV_TCP_ADDR)
-						       : NULL
-				};
-		ripc__loc_setup(req, nreq);
-	}
-	if ((err = ripc__arena_init()))
-		goto fail;
-	for (unsigned i = 0; i < RIPC_PROV_MAX; i++)
-		if (CTX->tp[i].open && ripc__replenish(&CTX->tp[i])) {
-			err = RIPC_ENOMEM;
-			goto fail;
-		}
-	if (ripc__reg_open(ripc__env_str(RIPC_ENV_REGISTRY))) {
-		err = RIPC_EREGISTRY;
-		goto fail;
-	}
-	memset(&self, 0, sizeof(self));
-	self.incarnation = CTX->incarnation;
-	self.host_id = CTX->host_id;
-	self.pid = getpid();
-	for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
-		if (!CTX->tp[i].open)
-			continue;
-		self.addr[i].len = (uint8_t)CTX->tp[i].addrlen;
-		memcpy(self.addr[i].addr, CTX->tp[i].addr,
-		       CTX->tp[i].addrlen);
-	}
-	if (ripc__reg_attach(&self)) {
-		err = RIPC_EREGISTRY;
-		goto fail;
-	}
-	if ((err = ripc__resolver_open()))
-		goto fail;
-	if (!CTX->cfg.manual_progress && (err = ripc__thread_start()))
-		goto fail;
-	ripc__watchdog_start();
-	return RIPC_OK;
-fail:
-	ripc__resolver_close();
-	ripc__reg_detach();
-	ripc__reg_close();
-	/* MRs before their domain; slots after the endpoints are closed. */
-	for (struct ripc_arena *a = CTX->arenas; a; a = a->next)
-		for (unsigned i = 0; i < RIPC_PROV_MAX; i++)
-			if (CTX->tp[i].open && a->lreg->mr[i].handle)
-				CTX->tp[i].ops->mr_close(CTX->tp[i].p,
-							 &a->lreg->mr[i]);
-	close_transports();
-	ripc__arena_fini();
-	ripc__loc_teardown();
-	if (CTX->app_fd >= 0)
-		close(CTX->app_fd);
-	CTX->app_fd = -1;
-	return err;
-}
+/* ---- entry points for the API layer ---------------------------------- */
 
 int ripc__ensure_init(void)
 {
+	static bool handlers;
 	int err = RIPC_OK;
 
 	if (__atomic_load_n(&CTX->initialized, __ATOMIC_ACQUIRE))
 		return RIPC_OK;
 	ripc__lock();
-	if (!CTX->initialized) {
-		static bool fork_handler;
-
-		if (!fork_handler) {
+	if (exited) {
+		err = RIPC_ESHUTDOWN;
+	} else if (!CTX->initialized) {
+		if (!handlers) {
 			pthread_atfork(atfork_prepare, atfork_parent,
 				       atfork_child);
-			fork_handler = true;
+			atexit(exit_handler);
+			handlers = true;
 		}
 		err = init_locked();
 		if (!err)
@@ -306,225 +508,59 @@ int ripc__ensure_init(void)
 					 __ATOMIC_RELEASE);
 	}
 	ripc__unlock();
-	if (!err && !atexit_done) {
-		atexit_done = true;
-		atexit(ripc_finalize);
-	}
-	return err ? ripc__set_err(err) : RIPC_OK;
+	return err;
 }
 
-RIPC_API uint8_t ripc_init(void)
-{
-	return (uint8_t)ripc__ensure_init();
-}
-
-RIPC_API void ripc_finalize(void)
+/* Wake every thread asleep inside the library.  Lock held. */
+static void wake_all(void)
 {
 	struct ripc_list *pos, *tmp;
 
-	if (!CTX->initialized)
-		return;
-	ripc__lock();
-	CTX->shutting_down = true;
-	for (unsigned i = 0; i <= RIPC_MAX_SERVICE_ID; i++)
-		if (CTX->svc[i])
-			ripc__wake_waiters(CTX->svc[i]);
-	ripc__unlock();
-	ripc__watchdog_stop();
-	ripc__thread_stop();
-
-	ripc__lock();
-	/* Withdraw first so nobody resolves us; tell other hosts. */
-	for (unsigned i = 0; i <= RIPC_MAX_SERVICE_ID; i++)
-		if (CTX->svc[i])
-			ripc__resolver_announce((uint16_t)i, false,
-						CTX->svc[i]->mcast);
-	ripc__resolver_close();
-	ripc__reg_detach();
-	ripc__reg_close();
-	/* Registrations exposed to peers are revoked before the endpoints
-	 * go away; closing the endpoints cancels everything in flight. */
-	ripc_list_for_each_safe(pos, tmp, &CTX->lsends)
-		ripc__lsend_release(
-			ripc_container_of(pos, struct ripc_lsend, link), false);
-	ripc__retbuf_fini();
-	ripc__deferred_fini();
-	for (unsigned i = 0; i <= RIPC_MAX_SERVICE_ID; i++) {
-		struct ripc_service *svc = CTX->svc[i];
-
-		if (!svc)
-			continue;
-		ripc_list_for_each_safe(pos, tmp, &svc->queue)
-		{
-			struct ripc_msg *m =
-				ripc_container_of(pos, struct ripc_msg, link);
-
-			ripc_list_del(&m->link);
-			if (m->pull) {
-				m->pull->msg = NULL;
-				m->pull = NULL;
-			}
-			ripc__msg_free(m);
-		}
-		if (!ripc_list_empty(&svc->waiters)) {
-			/* A thread still sleeps in ripc_receive: it will
-			 * find the service gone.  Do not free under it. */
-			CTX->svc[i] = NULL;
-			continue;
-		}
-		free(svc);
-		CTX->svc[i] = NULL;
-	}
-	ripc_list_for_each_safe(pos, tmp, &CTX->read_retry)
-	{
-		ripc_list_del(pos);
-		free(ripc_container_of(pos, struct ripc_read_op, retry));
-	}
-	/* Reads still with the transport (their pulls were abandoned): the
-	 * endpoints are closed below and will not complete them. */
-	ripc_list_for_each_safe(pos, tmp, &CTX->reads)
-	{
-		ripc_list_del(pos);
-		free(ripc_container_of(pos, struct ripc_read_op, posted));
-	}
-	ripc_list_for_each_safe(pos, tmp, &CTX->pulls)
-	{
-		struct ripc_pull *p =
-			ripc_container_of(pos, struct ripc_pull, link);
-
-		ripc_list_del(&p->link);
-		for (unsigned k = 0; k < p->n; k++) {
-			if (p->item[k].win)
-				ripc__window_consumed(p->item[k].win);
-			else if (p->item[k].dst)
-				ripc__libbuf_free(p->item[k].dst);
-		}
-		free(p);
-	}
-	/* Registrations are closed before their domain; the receive slots
-	 * are unmapped only after the endpoints are closed, since libfabric
-	 * owns posted buffers until then.  Memory from ripc_buf_alloc stays
-	 * valid (ripc_buf_free still unmaps it). */
-	ripc__windows_fini();
-	ripc__libbuf_cache_fini();
-	ripc_list_for_each_safe(pos, tmp, &CTX->lregs)
-	{
-		struct ripc_lreg *r =
-			ripc_container_of(pos, struct ripc_lreg, link);
-
-		for (unsigned i = 0; i < RIPC_PROV_MAX; i++)
-			if (CTX->tp[i].open && r->mr[i].handle)
-				CTX->tp[i].ops->mr_close(CTX->tp[i].p,
-							 &r->mr[i]);
-		memset(r->mr, 0, sizeof(r->mr));
-	}
-	close_transports();
-	ripc__arena_fini();
-	ripc__loc_teardown();
-	ripc_list_for_each_safe(pos, tmp, &CTX->lregs)
-	{
-		struct ripc_lreg *r =
-			ripc_container_of(pos, struct ripc_lreg, link);
-
-		if (!r->from_alloc) {
-			ripc_list_del(&r->link);
-			free(r);
-		}
-	}
-	ripc__peers_fini();
-	ripc__msg_cache_fini();
-	if (CTX->app_fd >= 0)
-		close(CTX->app_fd);
-	CTX->app_fd = -1;
-	CTX->initialized = false;
-	CTX->shutting_down = false;
-	CTX->nsvc = 0;
-	ripc_list_init(&CTX->readq);
-	ripc_list_init(&CTX->read_retry);
-	ripc_list_init(&CTX->reads);
-	ripc__unlock();
+	ripc_list_for_each_safe(pos, tmp, &CTX->sleepers)
+		ripc__waiter_wake(
+			ripc_container_of(pos, struct ripc_waiter, sleep));
+	ripc__engine_kick();
 }
 
-/* ---- queries -------------------------------------------------------- */
-
-RIPC_API uint64_t ripc_limit(enum ripc_limit which)
+void ripc__lifecycle_fini(bool exiting)
 {
-	/* The values in force: loaded (and clamped) as at initialisation. */
-	if (!CTX->initialized) {
-		ripc__lock();
-		if (!CTX->initialized)
-			load_config();
+	unsigned mine = ripc__tls_calls;
+	uint64_t deadline = ripc__now_ns() + 200000000ull;
+
+	ripc__lock();
+	if (!CTX->initialized || CTX->shutting_down) {
+		/* Not started, or another thread is finalizing. */
 		ripc__unlock();
+		return;
 	}
-	switch (which) {
-	case RIPC_LIMIT_SHORT_PAYLOAD:
-		return RIPC_SHORT_MAX;
-	case RIPC_LIMIT_ITEMS:
-		return RIPC_MAX_ITEMS;
-	case RIPC_LIMIT_RETURN_BUFS:
-		return RIPC_MAX_RETURN_BUFS;
-	case RIPC_LIMIT_LONG_ITEM:
-		return RIPC_LONG_ITEM_MAX;
-	case RIPC_LIMIT_QUEUE:
-		return CTX->cfg.queue_max;
-	case RIPC_LIMIT_RESOLVE_TIMEOUT_MS:
-		return CTX->cfg.resolve_timeout_ns / 1000000;
-	case RIPC_LIMIT_SEND_TIMEOUT_MS:
-		return CTX->cfg.send_timeout_ns / 1000000;
-	case RIPC_LIMIT_LONG_TIMEOUT_MS:
-		return CTX->cfg.long_timeout_ns / 1000000;
-	}
-	ripc__set_err(RIPC_EINVAL);
-	return 0;
-}
+	CTX->shutting_down = true;
+	wake_all();
+	/* Calls in flight return RIPC_ESHUTDOWN; wait until they are out
+	 * (on the exit path only briefly: see exit_handler). */
+	while (CTX->calls > mine) {
+		struct timespec ts;
 
-RIPC_API uint8_t ripc_stats(struct ripc_stats *stats, size_t size)
-{
-	if (!stats)
-		return (uint8_t)ripc__set_err(RIPC_EINVAL);
-	ripc__lock();
-	memcpy(stats, &CTX->stats,
-	       size < sizeof(CTX->stats) ? size : sizeof(CTX->stats));
-	ripc__unlock();
-	return RIPC_OK;
-}
-
-RIPC_API int ripc_get_fd(void)
-{
-	int fd;
-
-	if (ripc__ensure_init())
-		return -1;
-	ripc__lock();
-	/* Created on first request: without a reader, keeping it current
-	 * would cost two syscalls per message. */
-	if (CTX->app_fd < 0) {
-		CTX->app_fd = eventfd(CTX->queued_total ? 1 : 0,
-				      EFD_CLOEXEC | EFD_NONBLOCK);
-		if (CTX->app_fd < 0)
-			ripc__set_err(RIPC_ENOMEM);
-	}
-	fd = CTX->app_fd;
-	ripc__unlock();
-	return fd;
-}
-
-RIPC_API const char *ripc_transport_of(uint16_t service)
-{
-	struct ripc_route *r;
-	const char *name = NULL;
-
-	if (service > RIPC_MAX_SERVICE_ID || ripc__ensure_init())
-		return NULL;
-	ripc__lock();
-	if (ripc__resolve(service, &r,
-			  ripc__now_ns() + CTX->cfg.resolve_timeout_ns) == RIPC_OK) {
-		if (r->mcast)
-			name = r->nmembers ? ripc__prov_names[r->members[0]->tp]
-					   : NULL;
-		else
-			name = ripc__prov_names[r->peer->tp];
+		if (exiting && ripc__now_ns() >= deadline) {
+			quick_teardown();
+			ripc__unlock();
+			return;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 10000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		CTX->lock_owner = 0;
+		pthread_cond_timedwait(&CTX->idle, &CTX->lock, &ts);
+		CTX->lock_owner = pthread_self();
+		wake_all();
 	}
 	ripc__unlock();
-	return name;
+	ripc__engine_stop();
+	ripc__lock();
+	fini_from(NMODULES);
+	__atomic_store_n(&CTX->initialized, false, __ATOMIC_RELEASE);
+	CTX->shutting_down = false;
+	ripc__unlock();
 }

@@ -6,7 +6,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "env.h"
 #include "log.h"
 
 int ripc__log_level = RIPC_LOG_WARN;
@@ -17,27 +16,23 @@ static pthread_mutex_t handler_lock = PTHREAD_MUTEX_INITIALIZER;
 static ripc_log_handler handler;
 static void *handler_arg;
 
-__attribute__((visibility("default"))) void
-ripc_set_log_handler(ripc_log_handler fn, void *arg)
+void ripc__log_set_handler(ripc_log_handler fn, void *arg)
 {
 	pthread_mutex_lock(&handler_lock);
 	handler = fn;
 	handler_arg = arg;
 	pthread_mutex_unlock(&handler_lock);
-	/* The level may not have been read yet (no init so far). */
-	ripc__log_init();
 }
 
 static const char *const level_names[] = { "none", "error", "warn", "info",
 					   "debug" };
 
-void ripc__log_init(void)
+int ripc__log_level_of(const char *word)
 {
-	const char *v = ripc__env_str(RIPC_ENV_LOG_LEVEL);
-
 	for (int i = 0; i <= RIPC_LOG_DEBUG; i++)
-		if (!strcasecmp(v, level_names[i]))
-			ripc__log_level = i;
+		if (!strcasecmp(word, level_names[i]))
+			return i;
+	return -1;
 }
 
 int ripc__log_ratelimit(long *last)

@@ -3,9 +3,13 @@
 
 #include "ripc.h" /* enum ripc_log_level */
 
+/* Logging of the whole library, prov/ included.  Knows nothing of the
+ * environment: env.c sets the level from RIPC_LOG_LEVEL. */
 extern int ripc__log_level;
 
-void ripc__log_init(void);
+/* The level named by word ("none" ... "debug"), or -1. */
+int ripc__log_level_of(const char *word);
+void ripc__log_set_handler(ripc_log_handler fn, void *arg);
 void ripc__log_emit(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

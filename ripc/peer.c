@@ -1,6 +1,8 @@
 /*
  * Peers (remote processes on one transport) and routes (service ID ->
- * peer), resolved through the host registry.
+ * peer), resolved through the host registry and the multicast resolver.
+ * Lookups never wait: when nobody is known to hold an ID, a query goes
+ * out and the caller (the API layer) waits and asks again.
  *
  * A route is reused while the registry's change counter is unchanged and
  * its owner was seen alive within the last second; otherwise it is looked
@@ -327,18 +329,15 @@ bool ripc__route_current(const struct ripc_route *r)
 	       r->res_version == ripc__resolver_version();
 }
 
-int ripc__resolve(uint16_t dest, struct ripc_route **out, uint64_t deadline)
+int ripc__route_get(uint16_t dest, struct ripc_route **out)
 {
 	struct ripc_route *r = CTX->route[dest];
-	uint64_t now;
 	int err;
 
-	if (r && ripc__route_current(r)) {
-		now = ripc__now_ns();
-		if (now - r->verified_ns < ROUTE_RECHECK_NS) {
-			*out = r;
-			return RIPC_OK;
-		}
+	if (r && ripc__route_current(r) &&
+	    ripc__now_ns() - r->verified_ns < ROUTE_RECHECK_NS) {
+		*out = r;
+		return RIPC_OK;
 	}
 	if (!r) {
 		r = calloc(1, sizeof(*r));
@@ -346,27 +345,11 @@ int ripc__resolve(uint16_t dest, struct ripc_route **out, uint64_t deadline)
 			return RIPC_ENOMEM;
 		CTX->route[dest] = r;
 	}
-	for (;;) {
-		err = route_lookup(dest, r);
-		if (err != RIPC_ENOSERVICE)
-			break;
-		r->reg_version = 0;
-		if (ripc__now_ns() >= deadline)
-			break;
-		/* Not registered (yet): let others use the library while we
-		 * wait for the registry to change or an answer to come. */
-		ripc__resolver_wait_enter();
-		ripc__unlock();
-		ripc__resolver_wait(1000); /* an answer, or 1 ms */
-		ripc__lock();
-		ripc__resolver_wait_leave();
-		ripc__resolver_input();
-		if (CTX->shutting_down)
-			return RIPC_ESHUTDOWN;
-		r = CTX->route[dest];
-	}
+	err = route_lookup(dest, r);
 	if (err) {
-		CTX->stats.resolve_failures++;
+		/* Not registered (yet), or unreachable: looked up afresh
+		 * next time; the caller decides whether to wait. */
+		r->reg_version = 0;
 		return err;
 	}
 	*out = r;

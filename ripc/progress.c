@@ -1,6 +1,10 @@
 /*
- * Progress: pulling completions out of the transports and acting on them,
- * timers, and the progress thread.
+ * The engine: pulling completions out of the transports and handing each
+ * to the object that owns it (a receive slot to dispatch, a send slot to
+ * the transmit queue, a read to its pull, a write to its reply), posting
+ * what waits for transport resources (queued messages, reads, writes),
+ * timers, and the progress thread.  The engine calls messaging code; it is
+ * never called from it (a send or a handler never runs progress).
  *
  * libfabric's tcp and shm providers progress only when someone reads
  * their CQ (ref §1.3), including for RMA that targets us: the owner of a
@@ -44,28 +48,11 @@ static void handle_cqe(struct ripc_tp *t, const struct ripc_cqe *c)
 	if (!op)
 		return;
 	switch (op->kind) {
-	case RIPC_OP_RECV: {
-		struct ripc_slot *s = (struct ripc_slot *)op;
-
-		t->rx_posted--;
-		s->tp = -1;
-		if (c->err) {
-			/* Canceled at close, or a transport error: the
-			 * buffer itself is fine. */
-			if (CTX->shutting_down ||
-			    ripc__post_slot(t, s) != 0)
-				ripc__slot_put(s);
-			break;
-		}
-		ripc__dispatch(t, s, c->len);
+	case RIPC_OP_RECV:
+		ripc__recv_slot_done(t, (struct ripc_slot *)op, c->err, c->len);
 		break;
-	}
 	case RIPC_OP_SEND:
-		t->tx_inflight--;
-		if (c->err)
-			ripc__log_rl(RIPC_LOG_INFO, "%s: send failed: %s",
-				     t->attr.name, strerror(-c->err));
-		ripc__slot_put((struct ripc_slot *)op);
+		ripc__tx_send_done(t, (struct ripc_slot *)op, c->err);
 		break;
 	case RIPC_OP_READ:
 		ripc__pull_read_done((struct ripc_read_op *)op, c->err);
@@ -76,58 +63,38 @@ static void handle_cqe(struct ripc_tp *t, const struct ripc_cqe *c)
 	}
 }
 
-void ripc__timers(uint64_t now)
+static void timers(uint64_t now)
 {
-	struct ripc_list *pos, *tmp;
+	struct ripc_engine *g = &CTX->eng;
 
-	if (now < CTX->next_timer_ns)
+	if (now < g->next_timer_ns)
 		return;
-	CTX->next_timer_ns = now + TIMER_PERIOD_NS;
-	ripc_list_for_each_safe(pos, tmp, &CTX->lsends)
-	{
-		struct ripc_lsend *ls =
-			ripc_container_of(pos, struct ripc_lsend, link);
-
-		if (now >= ls->deadline) {
-			ripc__log_rl(RIPC_LOG_INFO,
-				     "long send not completed by its receiver "
-				     "in time; revoking its registrations");
-			ripc__lsend_release(ls, true);
-		}
-	}
-	ripc_list_for_each_safe(pos, tmp, &CTX->pulls)
-	{
-		struct ripc_pull *p =
-			ripc_container_of(pos, struct ripc_pull, link);
-
-		if (now >= p->deadline && p->msg) {
-			struct ripc_msg *m = p->msg;
-
-			ripc__log_rl(RIPC_LOG_INFO, "pull timed out");
-			ripc__pull_abandon(p);
-			m->err = RIPC_EPULL;
-			ripc__msg_ready(CTX->svc[m->to], m);
-		}
-	}
+	g->next_timer_ns = now + TIMER_PERIOD_NS;
+	ripc__expose_timers(now);
+	ripc__pull_timers(now);
 	ripc__retbuf_timers(now);
 	ripc__resolver_timers(now);
-	if (now - CTX->stats_published_ns > 1000000000ull) {
+	if (now - g->stats_published_ns > 1000000000ull) {
 		/* For ripc_info -c in other processes. */
-		CTX->stats_published_ns = now;
+		g->stats_published_ns = now;
 		ripc__reg_publish_stats((const uint64_t *)&CTX->stats,
 					sizeof(CTX->stats) / sizeof(uint64_t));
 	}
 }
 
-int ripc__progress_locked(void)
+/* One pass: lock held.  Returns the number of events handled. */
+int ripc__progress(void)
 {
+	struct ripc_engine *g = &CTX->eng;
 	struct ripc_cqe cqe[POLL_BATCH];
 	/* Reading the clock is a good part of an empty poll's cost: only
 	 * when there is something to gate, or every 64 calls for timers. */
-	bool need_now = CTX->ntp > 1 || (++CTX->poll_calls & 63) == 0;
+	bool need_now = CTX->ntp > 1 || (++g->poll_calls & 63) == 0;
 	uint64_t now = need_now ? ripc__now_ns() : 0;
 	int total = 0;
 
+	if (CTX->exiting)
+		return 0;
 	for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
 		struct ripc_tp *t = &CTX->tp[i];
 
@@ -153,52 +120,29 @@ int ripc__progress_locked(void)
 		if (t->rx_posted < CTX->cfg.rx_depth && !CTX->shutting_down)
 			ripc__replenish(t);
 	}
-	if (!ripc_list_empty(&CTX->readq) ||
-	    !ripc_list_empty(&CTX->read_retry))
+	if (!ripc_list_empty(&CTX->pl.readq) ||
+	    !ripc_list_empty(&CTX->pl.read_retry))
 		ripc__pull_post_reads();
-	if (!ripc_list_empty(&CTX->deferred))
-		ripc__deferred_flush(now ? now : ripc__now_ns());
+	if (!ripc_list_empty(&CTX->rb.writeq))
+		ripc__retbuf_post_writes();
+	if (ripc__tx_pending())
+		ripc__tx_flush(now ? now : ripc__now_ns());
 	if (now) {
 		/* Resolver datagrams are rare: look every millisecond. */
 		if (ripc__resolver_enabled() &&
-		    now - CTX->last_resolver_ns > 1000000) {
-			CTX->last_resolver_ns = now;
+		    now - g->last_resolver_ns > 1000000) {
+			g->last_resolver_ns = now;
 			total += ripc__resolver_input();
 		}
-		ripc__timers(now);
+		timers(now);
 	}
 	return total;
 }
 
-/* Called without the lock by a thread that must wait for progress it
- * cannot make itself (e.g. ripc_wait_released): sleep briefly. */
-void ripc__progress_wait(uint64_t deadline)
-{
-	uint64_t now = ripc__now_ns();
-	uint64_t ns = CTX->cfg.manual_progress ? 20000 : 200000;
-
-	if (deadline > now && deadline - now < ns)
-		ns = deadline - now;
-	nanosleep(&(struct timespec){ 0, (long)ns }, NULL);
-}
-
-RIPC_API int ripc_progress(void)
-{
-	int n;
-
-	if (!CTX->initialized)
-		return 0;
-	ripc__lock();
-	n = ripc__progress_locked();
-	ripc__unlock();
-	return n;
-}
-
 static bool work_pending(void)
 {
-	return !ripc_list_empty(&CTX->lsends) ||
-	       !ripc_list_empty(&CTX->pulls) ||
-	       !ripc_list_empty(&CTX->deferred) || ripc__retbuf_pending();
+	return CTX->ex.nlive || ripc__pull_pending() || ripc__tx_pending() ||
+	       ripc__retbuf_pending();
 }
 
 /* After a ppoll on pfd[0] = wake_fd, pfd[1..n-1] = the resolver's
@@ -208,7 +152,7 @@ static void after_poll(const struct pollfd *pfd, unsigned n)
 	if (pfd[0].revents & POLLIN) {
 		uint64_t v;
 
-		if (read(CTX->wake_fd, &v, sizeof(v)) < 0)
+		if (read(CTX->eng.wake_fd, &v, sizeof(v)) < 0)
 			(void)0;
 	}
 	for (unsigned k = 1; k < n; k++) {
@@ -223,6 +167,7 @@ static void after_poll(const struct pollfd *pfd, unsigned n)
 
 static void *progress_main(void *arg)
 {
+	struct ripc_engine *g = &CTX->eng;
 	struct pollfd pfd[RIPC_PROV_MAX + 3];
 	unsigned fruitless = 0;
 
@@ -238,17 +183,17 @@ static void *progress_main(void *arg)
 			ripc__unlock();
 			break;
 		}
-		spin = CTX->spinners > 0;
+		spin = g->spinners > 0;
 		if (!spin)
-			n = ripc__progress_locked();
+			n = ripc__progress();
 		if (n > 0) {
-			CTX->last_traffic_ns = ripc__now_ns();
+			g->last_traffic_ns = ripc__now_ns();
 			ripc__unlock();
 			fruitless = 0;
 			continue;
 		}
 		can_wait = !spin;
-		pfd[nfd++] = (struct pollfd){ .fd = CTX->wake_fd,
+		pfd[nfd++] = (struct pollfd){ .fd = g->wake_fd,
 					      .events = POLLIN };
 		for (int k = 0; k < 2; k++)
 			if (ripc__resolver_fd(k) >= 0)
@@ -275,13 +220,13 @@ static void *progress_main(void *arg)
 		/* A transfer under way, or traffic a moment ago (a reply
 		 * often follows the end of a transfer closely). */
 		bool busy = work_pending() ||
-			    ripc__now_ns() - CTX->last_traffic_ns < 2000000;
+			    ripc__now_ns() - g->last_traffic_ns < 2000000;
 		/* An application thread that called in a moment ago is
 		 * about to poll itself, unless it is now asleep in a
 		 * receive (which pokes wake_fd when it goes to sleep). */
 		bool app_active =
-			ripc__now_ns() - CTX->app_active_ns < APP_ACTIVE_NS &&
-			CTX->nwaiters == 0;
+			ripc__now_ns() - g->app_active_ns < APP_ACTIVE_NS &&
+			g->nwaiters == 0;
 
 		wait_us = busy ? 10000 : 100000;
 		ripc__unlock();
@@ -343,17 +288,13 @@ static bool create_thread(pthread_t *th, void *(*fn)(void *))
 /* ---- the watchdog thread ---------------------------------------------
  * Runs the transports' watchdog ops (ripc_prov.h) every 200 ms without
  * taking the library lock: the thread it rescues may be holding it. */
-static pthread_t wd_thread;
-static bool wd_running;
-static pthread_mutex_t wd_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t wd_cond = PTHREAD_COND_INITIALIZER;
-static bool wd_stop;
-
 static void *watchdog_main(void *arg)
 {
+	struct ripc_engine *g = &CTX->eng;
+
 	(void)arg;
-	pthread_mutex_lock(&wd_lock);
-	while (!wd_stop) {
+	pthread_mutex_lock(&g->wd_lock);
+	while (!g->wd_stop) {
 		struct timespec ts;
 
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -362,85 +303,102 @@ static void *watchdog_main(void *arg)
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000;
 		}
-		pthread_cond_timedwait(&wd_cond, &wd_lock, &ts);
-		if (wd_stop)
+		pthread_cond_timedwait(&g->wd_cond, &g->wd_lock, &ts);
+		if (g->wd_stop)
 			break;
-		pthread_mutex_unlock(&wd_lock);
+		pthread_mutex_unlock(&g->wd_lock);
 		for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
 			struct ripc_tp *t = &CTX->tp[i];
 
 			if (t->open && t->ops->watchdog)
 				t->ops->watchdog(t->p);
 		}
-		pthread_mutex_lock(&wd_lock);
+		pthread_mutex_lock(&g->wd_lock);
 	}
-	pthread_mutex_unlock(&wd_lock);
+	pthread_mutex_unlock(&g->wd_lock);
 	return NULL;
 }
 
-/* An application thread is about to sleep in a receive: the progress
- * thread may be keeping out of its way on a timer; have it look now. */
-void ripc__progress_kick(void)
+/* An application thread is about to sleep: the progress thread may be
+ * keeping out of its way on a timer; have it look now. */
+void ripc__engine_kick(void)
 {
 	uint64_t one = 1;
 
-	if (CTX->thread_running && CTX->wake_fd >= 0 &&
-	    write(CTX->wake_fd, &one, sizeof(one)) < 0)
+	if (CTX->eng.thread_running && CTX->eng.wake_fd >= 0 &&
+	    write(CTX->eng.wake_fd, &one, sizeof(one)) < 0)
 		(void)0; /* counter full: it is awake anyway */
 }
 
-void ripc__watchdog_start(void)
+static void watchdog_start(void)
 {
+	struct ripc_engine *g = &CTX->eng;
 	bool needed = false;
 
 	for (unsigned i = 0; i < RIPC_PROV_MAX; i++)
 		needed |= CTX->tp[i].open && CTX->tp[i].ops->watchdog;
 	if (!needed)
 		return;
-	wd_stop = false;
-	wd_running = create_thread(&wd_thread, watchdog_main);
+	pthread_mutex_init(&g->wd_lock, NULL);
+	pthread_cond_init(&g->wd_cond, NULL);
+	g->wd_stop = false;
+	g->wd_running = create_thread(&g->wd_thread, watchdog_main);
 }
 
+/* Never takes the library lock: safe on the exit path. */
 void ripc__watchdog_stop(void)
 {
-	if (!wd_running)
+	struct ripc_engine *g = &CTX->eng;
+
+	if (!g->wd_running)
 		return;
-	pthread_mutex_lock(&wd_lock);
-	wd_stop = true;
-	pthread_cond_signal(&wd_cond);
-	pthread_mutex_unlock(&wd_lock);
-	pthread_join(wd_thread, NULL);
-	wd_running = false;
+	pthread_mutex_lock(&g->wd_lock);
+	g->wd_stop = true;
+	pthread_cond_signal(&g->wd_cond);
+	pthread_mutex_unlock(&g->wd_lock);
+	pthread_join(g->wd_thread, NULL);
+	g->wd_running = false;
+	pthread_cond_destroy(&g->wd_cond);
+	pthread_mutex_destroy(&g->wd_lock);
 }
 
-int ripc__thread_start(void)
+/* Lock held (initialisation).  The progress thread unless
+ * RIPC_PROGRESS=manual, and the watchdog where a transport needs one. */
+int ripc__engine_start(void)
 {
-	int ret;
+	struct ripc_engine *g = &CTX->eng;
 
-	CTX->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (CTX->wake_fd < 0)
-		return RIPC_ENOMEM;
-	ret = create_thread(&CTX->thread, progress_main) ? 0 : -1;
-	if (ret) {
-		close(CTX->wake_fd);
-		CTX->wake_fd = -1;
-		return RIPC_ENOMEM;
+	g->wake_fd = -1;
+	if (!CTX->cfg.manual_progress) {
+		g->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (g->wake_fd < 0)
+			return RIPC_ENOMEM;
+		if (!create_thread(&g->thread, progress_main)) {
+			close(g->wake_fd);
+			g->wake_fd = -1;
+			return RIPC_ENOMEM;
+		}
+		g->thread_running = true;
+		/* Near the NIC; logs failures. */
+		ripc__loc_bind_thread(g->thread);
 	}
-	CTX->thread_running = true;
-	ripc__loc_bind_thread(CTX->thread); /* near the NIC; logs failures */
+	watchdog_start();
 	return RIPC_OK;
 }
 
-void ripc__thread_stop(void)
+/* Without the lock (the thread takes it to leave its loop), after
+ * shutting_down was set. */
+void ripc__engine_stop(void)
 {
-	uint64_t one = 1;
+	struct ripc_engine *g = &CTX->eng;
 
-	if (!CTX->thread_running)
-		return;
-	if (write(CTX->wake_fd, &one, sizeof(one)) < 0)
-		(void)0;
-	pthread_join(CTX->thread, NULL);
-	CTX->thread_running = false;
-	close(CTX->wake_fd);
-	CTX->wake_fd = -1;
+	ripc__watchdog_stop();
+	if (g->thread_running) {
+		ripc__engine_kick();
+		pthread_join(g->thread, NULL);
+		g->thread_running = false;
+	}
+	if (g->wake_fd >= 0)
+		close(g->wake_fd);
+	g->wake_fd = -1;
 }

@@ -1,24 +1,26 @@
 /*
  * Return buffers.
  *
- * Owner side: each send that carries return buffers creates an *offer*:
+ * Owner side: each send that carries return buffers creates an *offer*: an
+ * exposure of kind RETURN (expose.c) to one peer process and service,
  * every buffer registered for exactly its bytes, remote-write only, with a
- * fresh random key, offered to one peer process and service.  An offer
- * serves one reply: when a RETURN message naming its buffers arrives, the
- * buffers it names are reported to the application as long items and the
- * whole offer is revoked.  Offers also end by ripc_return_bufs_cancel(3)
- * or after RIPC_RETURN_TIMEOUT_MS.
+ * fresh random key.  An offer serves one reply: when a RETURN message
+ * naming its buffers arrives, the buffers it names are reported to the
+ * application as long items and the whole offer ends (written buffers with
+ * RIPC_OK, the others RIPC_ECANCELED).  Offers also end by
+ * ripc_return_bufs_cancel(3) or after RIPC_RETURN_TIMEOUT_MS.
  *
  * Peer side: the offered descriptors are kept as a *grant* per owner
  * process and service.  A long send from the offered-to service to the
  * owner writes each item into the first unused granted buffer that fits
- * (RDMA write), pulls the rest the regular way, and after the writes have
- * completed sends one RETURN message.  A grant also serves one reply, and
- * is not used once older than half the return timeout, so that the owner
- * does not revoke it under a write in flight.
+ * (RDMA write), exposes the rest for pulling the regular way, and once the
+ * writes have completed queues one RETURN message.  A grant also serves
+ * one reply, and is not used once older than half the return timeout, so
+ * that the owner does not revoke it under a write in flight.  Writes the
+ * transport does not take at once are posted by the engine; nothing here
+ * waits.
  *
- * Bounds: at most RETBUF_MAX_GRANTS grants are kept (oldest dropped) and
- * RETBUF_MAX_OFFERS offers may be outstanding per process.
+ * Bounds: at most RETBUF_MAX_GRANTS grants are kept (oldest dropped).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -27,22 +29,6 @@
 #include "retbuf.h"
 
 #define RETBUF_MAX_GRANTS 1024
-#define RETBUF_MAX_OFFERS 4096
-
-struct ripc_offer {
-	struct ripc_list link;
-	uint64_t id;
-	struct ripc_peer *peer;
-	uint64_t peer_inc;
-	uint16_t owner_svc, peer_svc;
-	uint64_t deadline;
-	uint16_t n;
-	struct offer_buf {
-		uint8_t *buf;
-		uint32_t len;
-		struct ripc_prov_mr mr;
-	} b[];
-};
 
 struct ripc_grant {
 	struct ripc_list link;
@@ -59,122 +45,104 @@ struct ripc_grant {
 
 /* A reply being written into return buffers. */
 struct ripc_reply {
-	struct ripc_list link;
-	struct ripc_peer *peer;
+	struct ripc_list link;   /* rb.replies */
+	struct ripc_list writeq; /* rb.writeq while writes remain to post */
+	bool queued;
+	struct ripc_peer *peer;  /* held */
 	uint64_t inc;
 	uint16_t src, dest;
-	unsigned writes_out;
+	uint64_t deadline;       /* writes not posted by then: given up */
+	unsigned writes_out;     /* posted, not completed */
 	int err;
 	uint16_t nret, npull;
 	struct ripc_wire_desc ret[RIPC_MAX_ITEMS];
 	struct ripc_wire_desc pull[RIPC_MAX_ITEMS];
-	const uint8_t *wbuf[RIPC_MAX_ITEMS];
-	uint32_t wlen[RIPC_MAX_ITEMS];
-	struct ripc_lsend *ls; /* items to pull, or NULL */
+	struct reply_write {
+		const uint8_t *buf;
+		uint32_t len;
+		void *desc;
+		uint64_t raddr, key, next;
+	} w[RIPC_MAX_ITEMS];
+	uint64_t pull_expo;      /* exposure of the items to pull, or 0 */
 	struct ripc_lreg *lreg[RIPC_MAX_ITEMS]; /* temporary (mr_local) */
 };
 
-static struct ripc_list offers = RIPC_LIST_INIT(offers);
-static struct ripc_list grants = RIPC_LIST_INIT(grants);
-static struct ripc_list replies = RIPC_LIST_INIT(replies);
-static unsigned noffers, ngrants;
-
 /* ---- owner side ----------------------------------------------------- */
-
-static void offer_free(struct ripc_offer *o)
-{
-	struct ripc_tp *t = &CTX->tp[o->peer->tp];
-
-	for (unsigned i = 0; i < o->n; i++)
-		if (o->b[i].mr.handle) {
-			t->ops->mr_close(t->p, &o->b[i].mr);
-			CTX->stats.deregistrations++;
-		}
-	ripc_list_del(&o->link);
-	ripc__peer_put(o->peer);
-	noffers--;
-	free(o);
-}
 
 int ripc__retbuf_offer(struct ripc_peer *peer, uint64_t inc, uint16_t src,
 		       uint16_t dest, void **rbufs, const uint32_t *rlens,
 		       uint16_t nr, struct ripc_wire_desc *rdesc,
-		       uint64_t *offer_id)
+		       uint64_t *offer)
 {
-	struct ripc_tp *t = &CTX->tp[peer->tp];
-	struct ripc_prov_mr mr[RIPC_MAX_RETURN_BUFS];
-	struct ripc_offer *o;
+	struct ripc_expo *e;
 	int err;
 
-	if (noffers >= RETBUF_MAX_OFFERS)
-		return RIPC_ENOMEM;
-	o = calloc(1, sizeof(*o) + nr * sizeof(o->b[0]));
-	if (!o)
-		return RIPC_ENOMEM;
-	if (ripc__random_u64(&o->id)) {
-		free(o);
-		return RIPC_ETRANSPORT;
-	}
-	err = ripc__expose_items(t, rbufs, rlens, nr, RIPC_ACC_REMOTE_WRITE,
-				 mr, rdesc);
-	if (err) {
-		free(o);
+	err = ripc__expose(peer, inc, RIPC_EXPO_RETURN, src, dest, rbufs,
+			   rlens, nr,
+			   ripc__now_ns() +
+				   ripc__ms_ns(CTX->cfg.return_timeout_ms),
+			   rdesc, &e);
+	if (err)
 		return err;
-	}
-	o->peer = ripc__peer_hold(peer);
-	o->peer_inc = inc;
-	o->owner_svc = src;
-	o->peer_svc = dest;
-	o->deadline = ripc__now_ns() + ripc__ms_ns(CTX->cfg.return_timeout_ms);
-	o->n = nr;
-	for (unsigned i = 0; i < nr; i++) {
-		o->b[i].buf = rbufs[i];
-		o->b[i].len = rlens[i];
-		o->b[i].mr = mr[i];
-	}
-	ripc_list_add_tail(&offers, &o->link);
-	noffers++;
-	*offer_id = o->id;
+	*offer = e->id;
 	return RIPC_OK;
 }
 
-void ripc__retbuf_revoke_offer(uint64_t offer_id)
+static bool is_offer_to(const struct ripc_expo *e, uint64_t peer_inc,
+			uint16_t owner_svc, uint16_t peer_svc)
+{
+	return e->kind == RIPC_EXPO_RETURN && e->peer_inc == peer_inc &&
+	       e->src == owner_svc && e->dest == peer_svc;
+}
+
+void ripc__retbuf_cancel(uint16_t dest)
 {
 	struct ripc_list *pos, *tmp;
 
-	ripc_list_for_each_safe(pos, tmp, &offers)
+	ripc_list_for_each_safe(pos, tmp, &CTX->ex.live)
 	{
-		struct ripc_offer *o =
-			ripc_container_of(pos, struct ripc_offer, link);
+		struct ripc_expo *e =
+			ripc_container_of(pos, struct ripc_expo, link);
+		struct ripc_wire_out m = {
+			.type = RIPC_MT_NACK,
+			.src = e->src,
+			.dst = e->dest,
+			.src_inc = CTX->incarnation,
+			.dst_inc = e->peer_inc,
+			.cookie = 0,
+			.status = RIPC_ENOTFOUND,
+		};
 
-		if (o->id == offer_id) {
-			offer_free(o);
-			return;
-		}
+		if (e->kind != RIPC_EXPO_RETURN || e->dest != dest)
+			continue;
+		/* Tell the peer to forget them (best effort, queued). */
+		ripc__tx_send(e->peer, &m,
+			      ripc__now_ns() + CTX->cfg.send_timeout_ns, NULL,
+			      NULL, NULL);
+		ripc__expose_end(e, RIPC_ECANCELED, false);
 	}
 }
 
 /* Find the offered buffer a RETURN descriptor names. */
-static struct offer_buf *offer_match(const struct ripc_wire_in *in,
-				     const struct ripc_wire_desc *d,
-				     struct ripc_offer **owner)
+static struct ripc_expo_item *offer_match(const struct ripc_wire_in *in,
+					  const struct ripc_wire_desc *d,
+					  struct ripc_expo **owner)
 {
 	struct ripc_list *pos, *tmp;
 
-	ripc_list_for_each_safe(pos, tmp, &offers)
+	ripc_list_for_each_safe(pos, tmp, &CTX->ex.live)
 	{
-		struct ripc_offer *o =
-			ripc_container_of(pos, struct ripc_offer, link);
+		struct ripc_expo *e =
+			ripc_container_of(pos, struct ripc_expo, link);
 
-		if (o->peer_inc != in->src_inc || o->owner_svc != in->dst ||
-		    o->peer_svc != in->src)
+		if (!is_offer_to(e, in->src_inc, in->dst, in->src))
 			continue;
-		for (unsigned i = 0; i < o->n; i++) {
-			struct offer_buf *b = &o->b[i];
+		for (unsigned i = 0; i < e->n; i++) {
+			struct ripc_expo_item *b = &e->item[i];
 
 			if (b->mr.handle && b->mr.base == d->addr &&
 			    b->mr.key == d->key) {
-				*owner = o;
+				*owner = e;
 				return d->len <= b->len ? b : NULL;
 			}
 		}
@@ -185,8 +153,8 @@ static struct offer_buf *offer_match(const struct ripc_wire_in *in,
 bool ripc__retbuf_on_return(const struct ripc_wire_in *in,
 			    struct ripc_msg *msg)
 {
-	struct ripc_offer *owner[RIPC_MAX_RETURN_BUFS];
-	struct offer_buf *b[RIPC_MAX_RETURN_BUFS];
+	struct ripc_expo *owner[RIPC_MAX_RETURN_BUFS];
+	struct ripc_expo_item *b[RIPC_MAX_RETURN_BUFS];
 
 	/* Every claim must match an offered, unused buffer, within its
 	 * length, and no buffer may be named twice. */
@@ -201,83 +169,29 @@ bool ripc__retbuf_on_return(const struct ripc_wire_in *in,
 	for (unsigned i = 0; i < in->nret; i++) {
 		unsigned pos = in->ret_desc[i].aux;
 
-		msg->long_ptr[pos] = b[i]->buf;
+		msg->long_ptr[pos] = (void *)b[i]->buf;
 		msg->long_len[pos] = in->ret_desc[i].len;
 		msg->long_origin[pos] = RIPC_ORIGIN_RETBUF;
 	}
-	/* One reply per offer: revoke every offer it used. */
+	/* One reply per offer: every offer it used ends, the buffers it
+	 * wrote with RIPC_OK, the others unused. */
 	for (unsigned i = 0; i < in->nret; i++) {
+		uint8_t status[RIPC_MAX_RETURN_BUFS];
 		bool seen = false;
 
 		for (unsigned k = 0; k < i; k++)
 			seen |= owner[k] == owner[i];
-		if (!seen)
-			offer_free(owner[i]);
+		if (seen)
+			continue;
+		for (unsigned j = 0; j < owner[i]->n; j++) {
+			status[j] = RIPC_ECANCELED;
+			for (unsigned k = 0; k < in->nret; k++)
+				if (b[k] == &owner[i]->item[j])
+					status[j] = RIPC_OK;
+		}
+		ripc__expose_end_each(owner[i], status);
 	}
 	return true;
-}
-
-bool ripc__retbuf_exposed(const void *p)
-{
-	struct ripc_list *pos, *tmp;
-	const uint8_t *q = p;
-
-	ripc_list_for_each_safe(pos, tmp, &offers)
-	{
-		struct ripc_offer *o =
-			ripc_container_of(pos, struct ripc_offer, link);
-
-		for (unsigned i = 0; i < o->n; i++)
-			if (q >= o->b[i].buf && q < o->b[i].buf + o->b[i].len)
-				return true;
-	}
-	ripc_list_for_each_safe(pos, tmp, &replies)
-	{
-		struct ripc_reply *r =
-			ripc_container_of(pos, struct ripc_reply, link);
-
-		for (unsigned i = 0; i < r->nret; i++)
-			if (q >= r->wbuf[i] && q < r->wbuf[i] + r->wlen[i])
-				return true;
-	}
-	return false;
-}
-
-RIPC_API uint8_t ripc_return_bufs_cancel(uint16_t dest)
-{
-	struct ripc_list *pos, *tmp;
-	unsigned n = 0;
-
-	if (dest > RIPC_MAX_SERVICE_ID)
-		return (uint8_t)ripc__set_err(RIPC_EBADID);
-	if (!CTX->initialized)
-		return RIPC_OK;
-	ripc__lock();
-	ripc_list_for_each_safe(pos, tmp, &offers)
-	{
-		struct ripc_offer *o =
-			ripc_container_of(pos, struct ripc_offer, link);
-
-		if (o->peer_svc != dest)
-			continue;
-		/* Tell the peer to forget them (best effort). */
-		struct ripc_wire_out m = {
-			.type = RIPC_MT_NACK,
-			.src = o->owner_svc,
-			.dst = o->peer_svc,
-			.src_inc = CTX->incarnation,
-			.dst_inc = o->peer_inc,
-			.cookie = 0,
-			.status = RIPC_ENOTFOUND,
-		};
-		ripc__send_msg(o->peer, &m,
-			       ripc__now_ns() + CTX->cfg.send_timeout_ns);
-		offer_free(o);
-		n++;
-	}
-	ripc__unlock();
-	(void)n;
-	return RIPC_OK;
 }
 
 /* ---- peer side ------------------------------------------------------ */
@@ -285,7 +199,7 @@ RIPC_API uint8_t ripc_return_bufs_cancel(uint16_t dest)
 static void grant_free(struct ripc_grant *g)
 {
 	ripc_list_del(&g->link);
-	ngrants--;
+	CTX->rb.ngrants--;
 	free(g);
 }
 
@@ -293,11 +207,11 @@ void ripc__retbuf_on_offers(const struct ripc_wire_in *in)
 {
 	struct ripc_grant *g;
 
-	if (ngrants >= RETBUF_MAX_GRANTS) {
+	if (CTX->rb.ngrants >= RETBUF_MAX_GRANTS) {
 		/* Bounded: the oldest grant goes. */
 		CTX->stats.drops_queue_full++;
-		grant_free(ripc_container_of(grants.next, struct ripc_grant,
-					     link));
+		grant_free(ripc_container_of(CTX->rb.grants.next,
+					     struct ripc_grant, link));
 	}
 	g = calloc(1, sizeof(*g) + in->nret * sizeof(g->b[0]));
 	if (!g)
@@ -314,8 +228,8 @@ void ripc__retbuf_on_offers(const struct ripc_wire_in *in)
 		g->b[i].key = in->ret_desc[i].key;
 		g->b[i].len = in->ret_desc[i].len;
 	}
-	ripc_list_add_tail(&grants, &g->link);
-	ngrants++;
+	ripc_list_add_tail(&CTX->rb.grants, &g->link);
+	CTX->rb.ngrants++;
 }
 
 /* The owner dropped its offers to us (cancel). */
@@ -324,7 +238,7 @@ void ripc__retbuf_forget(uint64_t owner_inc, uint16_t owner_svc,
 {
 	struct ripc_list *pos, *tmp;
 
-	ripc_list_for_each_safe(pos, tmp, &grants)
+	ripc_list_for_each_safe(pos, tmp, &CTX->rb.grants)
 	{
 		struct ripc_grant *g =
 			ripc_container_of(pos, struct ripc_grant, link);
@@ -341,82 +255,63 @@ static void reply_free(struct ripc_reply *r)
 		if (r->lreg[i])
 			ripc__lreg_del(r->lreg[i]);
 	ripc_list_del(&r->link);
+	if (r->queued)
+		ripc_list_del(&r->writeq);
 	ripc__peer_put(r->peer);
 	free(r);
 }
 
-/* An lsend that never went on the list (reply failed before sending). */
-static void reply_drop_ls(struct ripc_lsend *ls)
+/* Every write has completed (or the reply was given up): queue the RETURN
+ * message, or give up on the reply. */
+static void reply_complete(struct ripc_reply *r)
 {
-	struct ripc_tp *t = &CTX->tp[ls->peer->tp];
+	int status = r->err ? RIPC_EPEER : RIPC_OK;
 
-	for (unsigned i = 0; i < ls->n; i++)
-		t->ops->mr_close(t->p, &ls->mr[i]);
-	ripc__peer_put(ls->peer);
-	free(ls);
-}
+	if (!r->err) {
+		struct ripc_tp *t = &CTX->tp[r->peer->tp];
+		struct ripc_wire_out m = {
+			.type = RIPC_MT_RETURN,
+			.src = r->src,
+			.dst = r->dest,
+			.src_inc = CTX->incarnation,
+			.dst_inc = r->inc,
+			.nret = r->nret,
+			.ret_desc = r->ret,
+			.nlong = r->npull,
+			.long_desc = r->pull,
+		};
+		uint64_t expo[2] = { r->pull_expo, 0 };
+		int err;
 
-static void reply_send(struct ripc_reply *r)
-{
-	struct ripc_tp *t = &CTX->tp[r->peer->tp];
-	struct ripc_wire_out m = {
-		.type = RIPC_MT_RETURN,
-		.src = r->src,
-		.dst = r->dest,
-		.src_inc = CTX->incarnation,
-		.dst_inc = r->inc,
-		.nret = r->nret,
-		.ret_desc = r->ret,
-		.nlong = r->npull,
-		.long_desc = r->pull,
-	};
-	int err;
-
-	if (r->npull) {
-		m.flags = RIPC_WF_ADDR;
-		m.cookie = r->ls->cookie;
-		m.addr_tp = (uint8_t)t->id;
-		m.addr_len = (uint8_t)t->addrlen;
-		m.addr = t->addr;
-		r->ls->deadline = ripc__now_ns() + CTX->cfg.long_timeout_ns;
-		ripc_list_add_tail(&CTX->lsends, &r->ls->link);
-	}
-	err = ripc__send_msg(r->peer, &m,
-			     ripc__now_ns() + CTX->cfg.send_timeout_ns);
-	if (err) {
-		ripc__log_rl(RIPC_LOG_WARN, "return reply not sent: %s",
-			     ripc_strerror(err));
 		if (r->npull) {
-			ripc__lsend_release(r->ls, false);
-			CTX->stats.long_released--;
+			m.flags = RIPC_WF_ADDR;
+			m.cookie = r->pull_expo;
+			m.addr_tp = (uint8_t)t->id;
+			m.addr_len = (uint8_t)t->addrlen;
+			m.addr = t->addr;
+		}
+		err = ripc__tx_send(r->peer, &m,
+				    ripc__now_ns() + CTX->cfg.send_timeout_ns,
+				    NULL, expo, NULL);
+		if (err && err != RIPC_EINPROGRESS) {
+			ripc__log_rl(RIPC_LOG_WARN,
+				     "return reply not sent: %s",
+				     ripc_strerror(err));
+			status = RIPC_EPEER;
+		} else {
+			CTX->stats.return_replies_sent++;
+			r->pull_expo = 0; /* the queue ends it if unsent */
 		}
 	} else {
-		CTX->stats.return_replies_sent++;
-	}
-	r->ls = NULL;
-}
-
-/* Drop one reference (a write in flight, or the poster's guard); the last
- * one sends the RETURN message, or gives up if a write failed. */
-static void reply_put(struct ripc_reply *r, int err)
-{
-	if (err && !r->err) {
 		ripc__log_rl(RIPC_LOG_WARN, "return-buffer write failed: %s",
-			     strerror(-err));
-		r->err = RIPC_EPEER;
+			     ripc_strerror(r->err));
 	}
-	if (--r->writes_out)
-		return;
-	if (r->err) {
-		/* The owner cannot trust partial data; it gets nothing and
-		 * its offer times out. */
-		if (r->ls) {
-			reply_drop_ls(r->ls);
-			r->ls = NULL;
-		}
-	} else {
-		reply_send(r);
-	}
+	/* The owner cannot trust partial data: on failure it gets nothing
+	 * and its offer times out. */
+	if (r->pull_expo)
+		ripc__expose_end_id(r->pull_expo, RIPC_EPEER);
+	for (unsigned i = 0; i < r->nret; i++)
+		ripc__expose_note(r->w[i].buf, r->w[i].len, r->dest, status);
 	reply_free(r);
 }
 
@@ -425,52 +320,105 @@ void ripc__retbuf_write_done(struct ripc_write_op *op, int err)
 	struct ripc_reply *r = op->reply;
 
 	CTX->tp[op->tp].tx_inflight--;
+	ripc_list_del(&op->link);
+	if (err) {
+		if (!r->err)
+			r->err = RIPC_EPEER;
+	} else {
+		CTX->stats.bytes_return_written += op->len;
+	}
 	free(op);
-	reply_put(r, err);
+	if (--r->writes_out == 0 && !r->queued)
+		reply_complete(r);
 }
 
-static int post_write(struct ripc_reply *r, struct ripc_tp *t,
-		      const uint8_t *src, uint64_t len, void *desc,
-		      uint64_t raddr, uint64_t key)
+static bool reply_all_posted(const struct ripc_reply *r)
 {
-	uint64_t deadline = ripc__now_ns() + CTX->cfg.send_timeout_ns;
+	for (unsigned i = 0; i < r->nret; i++)
+		if (r->w[i].next < r->w[i].len)
+			return false;
+	return true;
+}
+
+/* Post what the transport takes of r's writes; false when it pushed back
+ * (try again on the next engine pass). */
+static bool reply_post(struct ripc_reply *r, uint64_t now)
+{
+	struct ripc_tp *t = &CTX->tp[r->peer->tp];
 	size_t chunk = CTX->cfg.read_chunk;
 
 	if (chunk > t->attr.max_msg_size)
 		chunk = t->attr.max_msg_size;
-	for (uint64_t off = 0; off < len;) {
-		uint64_t n = len - off > chunk ? chunk : len - off;
-		struct ripc_write_op *op = calloc(1, sizeof(*op));
-		int ret;
+	for (unsigned i = 0; i < r->nret && !r->err; i++) {
+		struct reply_write *w = &r->w[i];
 
-		if (!op)
-			return RIPC_ENOMEM;
-		op->op.kind = RIPC_OP_WRITE;
-		op->reply = r;
-		op->tp = (int8_t)t->id;
-		for (;;) {
-			ret = t->ops->write(t->p, r->peer->handle, src + off, n,
-					    desc, raddr + off, key, &op->op);
-			if (ret != -EAGAIN || ripc__now_ns() >= deadline)
+		while (w->next < w->len) {
+			uint64_t n = w->len - w->next;
+			struct ripc_write_op *op;
+			int ret;
+
+			if (now >= r->deadline) {
+				r->err = RIPC_ETIMEDOUT;
 				break;
-			CTX->stats.send_retries++;
-			ripc__progress_locked();
+			}
+			if (t->tx_inflight >= t->tx_max)
+				return false;
+			if (n > chunk)
+				n = chunk;
+			if (!(op = calloc(1, sizeof(*op)))) {
+				r->err = RIPC_ENOMEM;
+				break;
+			}
+			op->op.kind = RIPC_OP_WRITE;
+			op->reply = r;
+			op->len = n;
+			op->tp = (int8_t)t->id;
+			ret = t->ops->write(t->p, r->peer->handle,
+					    w->buf + w->next, n, w->desc,
+					    w->raddr + w->next, w->key,
+					    &op->op);
+			if (ret == -EAGAIN) {
+				free(op);
+				CTX->stats.send_retries++;
+				return false;
+			}
+			if (ret) {
+				free(op);
+				r->err = ripc__err_from_errno(ret);
+				break;
+			}
+			ripc_list_add_tail(&CTX->rb.writes, &op->link);
+			t->tx_inflight++;
+			r->writes_out++;
+			w->next += n;
 		}
-		if (ret) {
-			free(op);
-			return ret == -EAGAIN ? RIPC_ETIMEDOUT
-					      : ripc__err_from_errno(ret);
-		}
-		t->tx_inflight++;
-		r->writes_out++;
-		off += n;
 	}
-	return RIPC_OK;
+	return true;
+}
+
+void ripc__retbuf_post_writes(void)
+{
+	struct ripc_list *pos, *tmp;
+	uint64_t now = ripc__now_ns();
+
+	ripc_list_for_each_safe(pos, tmp, &CTX->rb.writeq)
+	{
+		struct ripc_reply *r =
+			ripc_container_of(pos, struct ripc_reply, writeq);
+
+		if (!reply_post(r, now))
+			continue;
+		if (r->err || reply_all_posted(r)) {
+			ripc_list_del(&r->writeq);
+			r->queued = false;
+			if (r->writes_out == 0)
+				reply_complete(r);
+		}
+	}
 }
 
 int ripc__retbuf_reply(struct ripc_peer *peer, uint64_t inc, uint16_t src,
-		       uint16_t dest, void **buf, uint32_t *len, uint16_t n,
-		       void **rbufs, uint32_t *rlens, uint16_t nr)
+		       uint16_t dest, void **buf, uint32_t *len, uint16_t n)
 {
 	struct ripc_tp *t = &CTX->tp[peer->tp];
 	struct grant_buf *use[RIPC_MAX_ITEMS] = { 0 };
@@ -481,13 +429,14 @@ int ripc__retbuf_reply(struct ripc_peer *peer, uint64_t inc, uint16_t src,
 	unsigned nwrite = 0;
 	int err = RIPC_OK;
 
-	(void)rbufs;
-	(void)rlens;
-	if (nr || ripc_list_empty(&grants))
+	if (ripc_list_empty(&CTX->rb.grants))
 		return RIPC_ENOTFOUND;
-	/* First fit over the owner's grants, oldest first. */
+	/* First fit over the owner's grants, oldest first.  Zero-length
+	 * items need no buffer: they go with the items to pull. */
 	for (unsigned i = 0; i < n; i++) {
-		ripc_list_for_each_safe(pos, tmp, &grants)
+		if (len[i] == 0)
+			continue;
+		ripc_list_for_each_safe(pos, tmp, &CTX->rb.grants)
 		{
 			struct ripc_grant *g =
 				ripc_container_of(pos, struct ripc_grant, link);
@@ -515,27 +464,25 @@ int ripc__retbuf_reply(struct ripc_peer *peer, uint64_t inc, uint16_t src,
 		return RIPC_ENOTFOUND;
 
 	r = calloc(1, sizeof(*r));
-	if (!r)
-		return RIPC_ENOMEM;
+	if (!r) {
+		err = RIPC_ENOMEM;
+		goto unuse;
+	}
 	r->peer = ripc__peer_hold(peer);
 	r->inc = inc;
 	r->src = src;
 	r->dest = dest;
-	ripc_list_init(&r->link);
-	ripc_list_add_tail(&replies, &r->link);
+	r->deadline = now + CTX->cfg.send_timeout_ns;
+	ripc_list_init(&r->writeq);
+	ripc_list_add_tail(&CTX->rb.replies, &r->link);
 
 	/* Items without a fitting buffer are exposed for pulling. */
 	if (nwrite < n) {
 		void *pbuf[RIPC_MAX_ITEMS];
 		uint32_t plen[RIPC_MAX_ITEMS];
 		uint16_t ppos[RIPC_MAX_ITEMS];
-		struct ripc_lsend *ls = calloc(1, sizeof(*ls));
+		struct ripc_expo *e;
 
-		if (!ls || ripc__random_u64(&ls->cookie)) {
-			free(ls);
-			err = RIPC_ENOMEM;
-			goto fail;
-		}
 		for (unsigned i = 0; i < n; i++) {
 			if (use[i])
 				continue;
@@ -544,28 +491,21 @@ int ripc__retbuf_reply(struct ripc_peer *peer, uint64_t inc, uint16_t src,
 			plen[r->npull] = len[i];
 			r->npull++;
 		}
-		err = ripc__expose_items(t, pbuf, plen, r->npull,
-					 RIPC_ACC_REMOTE_READ, ls->mr, r->pull);
+		err = ripc__expose(peer, inc, RIPC_EXPO_LONG, src, dest, pbuf,
+				   plen, r->npull,
+				   r->deadline + CTX->cfg.long_timeout_ns,
+				   r->pull, &e);
 		if (err) {
-			free(ls);
-			goto fail;
+			reply_free(r);
+			goto unuse;
 		}
-		for (unsigned i = 0; i < r->npull; i++) {
+		r->pull_expo = e->id;
+		for (unsigned i = 0; i < r->npull; i++)
 			r->pull[i].aux = ppos[i];
-			ls->buf[i] = pbuf[i];
-			ls->len[i] = plen[i];
-		}
-		ripc_list_init(&ls->link);
-		ls->peer = ripc__peer_hold(peer);
-		ls->peer_inc = inc;
-		ls->n = r->npull;
-		r->ls = ls;
 	}
 
-	/* Count the writes before posting any, so that an early completion
-	 * cannot finish the reply while others are still being posted. */
-	r->writes_out = 1;
 	for (unsigned i = 0; i < n; i++) {
+		struct reply_write *w;
 		void *desc = NULL;
 
 		if (!use[i])
@@ -573,8 +513,10 @@ int ripc__retbuf_reply(struct ripc_peer *peer, uint64_t inc, uint16_t src,
 		if (t->attr.mr_local &&
 		    !(desc = ripc__desc_for(t->id, buf[i], len[i]))) {
 			r->lreg[i] = ripc__lreg_add(buf[i], len[i], &err);
-			if (!r->lreg[i])
+			if (!r->lreg[i]) {
+				r->err = err;
 				break;
+			}
 			desc = r->lreg[i]->mr[t->id].desc;
 		}
 		r->ret[r->nret] = (struct ripc_wire_desc){
@@ -583,14 +525,12 @@ int ripc__retbuf_reply(struct ripc_peer *peer, uint64_t inc, uint16_t src,
 			.len = len[i],
 			.aux = (uint32_t)i,
 		};
-		r->wbuf[r->nret] = buf[i];
-		r->wlen[r->nret] = len[i];
-		r->nret++;
-		err = post_write(r, t, buf[i], len[i], desc, use[i]->addr,
-				 use[i]->key);
-		if (err)
-			break;
-		CTX->stats.bytes_return_written += len[i];
+		w = &r->w[r->nret++];
+		w->buf = buf[i];
+		w->len = len[i];
+		w->desc = desc;
+		w->raddr = use[i]->addr;
+		w->key = use[i]->key;
 	}
 	/* One reply per grant: whatever else it offered is not used. */
 	for (unsigned i = 0; i < n; i++) {
@@ -601,17 +541,39 @@ int ripc__retbuf_reply(struct ripc_peer *peer, uint64_t inc, uint16_t src,
 				gused[k] = NULL;
 		grant_free(gused[i]);
 	}
-	if (err)
-		r->err = err;
-	/* Drop the guard; completes now if all writes are done. */
-	reply_put(r, 0);
+	ripc_list_add_tail(&CTX->rb.writeq, &r->writeq);
+	r->queued = true;
+	/* Post now what the transport takes; the engine posts the rest. */
+	if (reply_post(r, now) && (r->err || reply_all_posted(r))) {
+		ripc_list_del(&r->writeq);
+		r->queued = false;
+		err = r->err;
+		if (r->writes_out == 0)
+			reply_complete(r);
+	}
 	return err;
-fail:
+unuse:
 	for (unsigned i = 0; i < n; i++)
 		if (use[i])
 			use[i]->used = false;
-	reply_free(r);
 	return err;
+}
+
+bool ripc__retbuf_busy(const void *p)
+{
+	struct ripc_list *pos, *tmp;
+	const uint8_t *q = p;
+
+	ripc_list_for_each_safe(pos, tmp, &CTX->rb.replies)
+	{
+		struct ripc_reply *r =
+			ripc_container_of(pos, struct ripc_reply, link);
+
+		for (unsigned i = 0; i < r->nret; i++)
+			if (q >= r->w[i].buf && q < r->w[i].buf + r->w[i].len)
+				return true;
+	}
+	return false;
 }
 
 /* ---- timers and teardown -------------------------------------------- */
@@ -620,15 +582,7 @@ void ripc__retbuf_timers(uint64_t now)
 {
 	struct ripc_list *pos, *tmp;
 
-	ripc_list_for_each_safe(pos, tmp, &offers)
-	{
-		struct ripc_offer *o =
-			ripc_container_of(pos, struct ripc_offer, link);
-
-		if (now >= o->deadline)
-			offer_free(o);
-	}
-	ripc_list_for_each_safe(pos, tmp, &grants)
+	ripc_list_for_each_safe(pos, tmp, &CTX->rb.grants)
 	{
 		struct ripc_grant *g =
 			ripc_container_of(pos, struct ripc_grant, link);
@@ -640,25 +594,23 @@ void ripc__retbuf_timers(uint64_t now)
 
 bool ripc__retbuf_pending(void)
 {
-	return !ripc_list_empty(&offers) || !ripc_list_empty(&replies);
+	return !ripc_list_empty(&CTX->rb.replies);
 }
 
+/* Teardown, after the engine stopped and before the transports close
+ * (closing them cancels writes in flight without completions). */
 void ripc__retbuf_fini(void)
 {
 	struct ripc_list *pos, *tmp;
 
-	ripc_list_for_each_safe(pos, tmp, &offers)
-		offer_free(ripc_container_of(pos, struct ripc_offer, link));
-	ripc_list_for_each_safe(pos, tmp, &grants)
+	ripc_list_for_each_safe(pos, tmp, &CTX->rb.grants)
 		grant_free(ripc_container_of(pos, struct ripc_grant, link));
-	ripc_list_for_each_safe(pos, tmp, &replies)
+	ripc_list_for_each_safe(pos, tmp, &CTX->rb.writes)
 	{
-		struct ripc_reply *r =
-			ripc_container_of(pos, struct ripc_reply, link);
-
-		if (r->ls)
-			reply_drop_ls(r->ls);
-		reply_free(r);
+		ripc_list_del(pos);
+		free(ripc_container_of(pos, struct ripc_write_op, link));
 	}
-	noffers = ngrants = 0;
+	ripc_list_for_each_safe(pos, tmp, &CTX->rb.replies)
+		reply_free(ripc_container_of(pos, struct ripc_reply, link));
+	CTX->rb.ngrants = 0;
 }

@@ -2,11 +2,26 @@
  * Core internals shared by the files of ripc/.  No libfabric here: the
  * transports are reached only through ripc_prov.h.
  *
+ * Layers (docs/ARCHITECTURE.md has the picture), each calling only down:
+ *
+ *   api*.c      public entry points: check, initialise, lock, wait
+ *   init.c      lifecycle: the module table (init, fini, fork), exit
+ *   progress.c  the engine: polls transports, hands completions to their
+ *               owners, timers, the progress thread
+ *   send.c recv.c dispatch.c pull.c retbuf.c service.c windows.c
+ *               messaging policy; never polls, never waits, never inits
+ *   txq.c       the transmit queue: post now or queue for the engine
+ *   expose.c    exposures: registrations peers may access, and how they
+ *               ended
+ *   peer.c registry.c resolver.c directory.c   naming
+ *   buffers.c locality.c                       memory
+ *   wire.c util.c errors.c env.c log.c         pure helpers
+ *
  * Concurrency: one mutex (ctx.lock) protects all core state and serialises
- * every call into a transport.  Whoever holds it may poll the transports
- * (an application thread inside a send or receive, or the progress
- * thread).  Threads blocked in a receive sleep outside the lock on their
- * own eventfd, so a signal interrupts them (RIPC_EINTR).
+ * every call into a transport.  It is taken in two places only: the public
+ * entry points (api*.c) and the progress thread (progress.c).  Threads
+ * that wait (receive, send into a full queue, resolution, release) sleep
+ * outside the lock on their own eventfd.
  */
 #ifndef RIPC_INT_H
 #define RIPC_INT_H
@@ -15,6 +30,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "env.h"
 #include "log.h"
@@ -27,18 +43,17 @@
 
 #define RIPC_SLOT_SIZE ((RIPC_WIRE_MAX + 4095) & ~(size_t)4095)
 
-/* ---- small helpers -------------------------------------------------- */
+/* ---- small helpers (util.c) ----------------------------------------- */
 
 uint64_t ripc__now_ns(void);
 static inline uint64_t ripc__ms_ns(int64_t ms)
 {
 	return (uint64_t)ms * 1000000ull;
 }
-/* Random bytes from the kernel CSPRNG; aborts the operation on failure. */
+/* Random bytes from the kernel CSPRNG; 0 or a negative errno. */
 int ripc__random(void *buf, size_t len);
 /* 64 random bits from a pooled CSPRNG draw (lock held). */
 int ripc__random_u64(uint64_t *out);
-void ripc__random_forget(void);
 
 int ripc__set_err(int err);
 int ripc__err_from_errno(int neg_errno);
@@ -76,11 +91,31 @@ static inline void ripc_list_del(struct ripc_list *e)
 	for (pos = (head)->next, tmp = pos->next; pos != (head);             \
 	     pos = tmp, tmp = pos->next)
 
+/*
+ * A thread that waits inside a public call sleeps on its own eventfd.
+ * Whoever makes its condition true (a message queued on its service, its
+ * queued send posted, an exposure ended, finalize) writes the eventfd.
+ * `link` is on the list of what it waits for; `sleep` on ctx.sleepers,
+ * so that finalize can wake every sleeper.
+ */
+struct ripc_waiter {
+	struct ripc_list link;
+	struct ripc_list sleep;
+	int efd;
+};
+void ripc__waiter_wake(struct ripc_waiter *w);
+void ripc__waiters_wake(struct ripc_list *waiters); /* via w->link */
+/* The calling thread's waiter (NULL: no eventfd could be made). */
+struct ripc_waiter *ripc__waiter_self(void);
+/* Public calls of the calling thread inside the library. */
+extern __thread unsigned ripc__tls_calls;
+void ripc__thread_fork_child(void);
+
 /* ---- operation contexts handed to transports ------------------------ */
 
 enum ripc_op_kind {
 	RIPC_OP_RECV = 1, /* a receive slot */
-	RIPC_OP_SEND,     /* a tx bounce buffer */
+	RIPC_OP_SEND,     /* a tx bounce slot */
 	RIPC_OP_READ,     /* one chunk of a pull */
 	RIPC_OP_WRITE,    /* one return-buffer write */
 };
@@ -89,7 +124,7 @@ struct ripc_op {
 	uint8_t kind; /* enum ripc_op_kind; first member of every context */
 };
 
-/* ---- memory --------------------------------------------------------- */
+/* ---- memory (buffers.c) --------------------------------------------- */
 
 /* A local registration (for FI_MR_LOCAL descriptors). */
 struct ripc_lreg {
@@ -98,7 +133,7 @@ struct ripc_lreg {
 	size_t len;
 	bool from_alloc; /* made by ripc_buf_alloc (freed with it) */
 	bool user;       /* made by ripc_buf_register */
-	bool pull_mem;   /* counted in ctx.pull_mem until freed */
+	bool pull_mem;   /* counted in mem.pull_mem until freed */
 	size_t map_len;  /* bytes mapped (from_alloc) */
 	struct ripc_prov_mr mr[RIPC_PROV_MAX];
 };
@@ -125,6 +160,22 @@ struct ripc_arena {
 	struct ripc_slot slot[];
 };
 
+#define RIPC_LIBBUF_CACHE 8
+
+struct ripc_mem {
+	struct ripc_list lregs;   /* struct ripc_lreg */
+	struct ripc_arena *arenas;
+	struct ripc_slot *free_slots;
+	size_t nslots;
+	uint64_t pull_mem;        /* library bytes allocated by pulls */
+	/* Freed library buffers kept for reuse (registration included). */
+	struct ripc_lreg *libbuf_cache[RIPC_LIBBUF_CACHE];
+	size_t libbuf_cached_bytes;
+	/* The CSPRNG pool behind ripc__random_u64. */
+	uint8_t pool[4096];
+	size_t pool_left;
+};
+
 /* ---- transports and peers ------------------------------------------- */
 
 struct ripc_tp {
@@ -149,7 +200,7 @@ struct ripc_peer {
 	uint64_t handle;         /* transport peer handle */
 	uint64_t last_used_ns;
 	uint32_t refs;           /* routes, sends, pulls, offers using it */
-	uint32_t ndeferred;      /* messages waiting in ctx.deferred */
+	uint32_t nqueued;        /* messages waiting in the transmit queue */
 	uint32_t flush_gen;      /* last flush pass that found it busy */
 	int8_t tp;
 	uint8_t addrlen;
@@ -160,6 +211,7 @@ struct ripc_peer {
 struct ripc_route {
 	uint64_t reg_version; /* registry version it was made at */
 	uint64_t res_version; /* resolver cache version it was made at */
+	uint64_t dir_version; /* directory cache version it was made at */
 	struct ripc_peer *peer;
 	uint64_t inc;
 	uint64_t host_id;
@@ -170,13 +222,14 @@ struct ripc_route {
 	uint64_t *member_inc;
 };
 
-/* ---- messages ------------------------------------------------------- */
+/* ---- messages and services ------------------------------------------ */
 
 enum ripc_item_origin {
 	RIPC_ORIGIN_WINDOW = 1, /* an application receive window */
 	RIPC_ORIGIN_LIBBUF,     /* allocated by the library (ripc_buf_free) */
 	RIPC_ORIGIN_RETBUF,     /* the application's own return buffer */
 	RIPC_ORIGIN_NONE,       /* not delivered */
+	RIPC_ORIGIN_EMPTY,      /* a zero-length item: nothing to place */
 };
 
 struct ripc_window {
@@ -189,7 +242,7 @@ struct ripc_window {
 
 struct ripc_pull;
 
-/* A received message queued on a service. */
+/* A received message queued on a service (service.c owns it). */
 struct ripc_msg {
 	struct ripc_list link;
 	uint16_t from, to;
@@ -198,17 +251,30 @@ struct ripc_msg {
 	int err;     /* RIPC_OK, RIPC_EPULL, RIPC_ETRUNC */
 	struct ripc_slot *slot; /* holds the short items; NULL if none */
 	uint16_t nshort, nlong;
+	struct ripc_pull *pull; /* the pull filling it, until it is done */
 	void *short_ptr[RIPC_MAX_ITEMS];
 	uint32_t short_len[RIPC_MAX_ITEMS];
 	void *long_ptr[RIPC_MAX_ITEMS];
 	uint32_t long_len[RIPC_MAX_ITEMS];
 	uint8_t long_origin[RIPC_MAX_ITEMS];
-	struct ripc_pull *pull;
 };
 
-/* A long message being pulled by this process. */
+struct ripc_service {
+	uint16_t id;
+	bool mcast;
+	struct ripc_list queue; /* struct ripc_msg, arrival order */
+	unsigned qlen;
+	unsigned nready;
+	struct ripc_list waiters; /* struct ripc_waiter: receives asleep */
+};
+
+/* ---- pulls (pull.c) ---------------------------------------------------- */
+
+/* A long message being pulled by this process.  Owned by pull.c; the
+ * message it fills may be freed meanwhile (msg set to NULL): the pull then
+ * ends at the next chance without delivering. */
 struct ripc_pull {
-	struct ripc_list link;   /* ctx.pulls */
+	struct ripc_list link;   /* pl.pulls */
 	struct ripc_msg *msg;    /* NULL once abandoned */
 	struct ripc_peer *peer;
 	uint64_t cookie;
@@ -224,8 +290,9 @@ struct ripc_pull {
 		uint8_t *dst;
 		void *desc;
 		struct ripc_window *win; /* window used (returned on error) */
+		bool libbuf;             /* dst is a library buffer */
 	} item[RIPC_MAX_ITEMS];
-	struct ripc_list readq;  /* link in ctx.readq while it has chunks */
+	struct ripc_list readq;  /* link in pl.readq while it has chunks */
 	bool queued;
 };
 
@@ -237,58 +304,148 @@ struct ripc_read_op {
 	uint64_t len;
 	int8_t tp;
 	uint8_t retries;
-	struct ripc_list retry; /* in ctx.read_retry while waiting */
-	struct ripc_list posted; /* in ctx.reads while with the transport */
+	struct ripc_list retry;  /* in pl.read_retry while waiting */
+	struct ripc_list posted; /* in pl.reads while with the transport */
 };
 
-/* A long send of this process whose buffers are exposed. */
-struct ripc_lsend {
-	struct ripc_list link;
-	uint64_t cookie;
-	struct ripc_peer *peer;
-	uint64_t peer_inc;
-	uint64_t deadline;
-	uint16_t n;
-	const uint8_t *buf[RIPC_MAX_ITEMS];
-	uint32_t len[RIPC_MAX_ITEMS];
-	struct ripc_prov_mr mr[RIPC_MAX_ITEMS];
+struct ripc_pull_state {
+	struct ripc_list pulls;      /* struct ripc_pull */
+	struct ripc_list readq;      /* pulls with chunks left to post */
+	struct ripc_list read_retry; /* read chunks to post again */
+	struct ripc_list reads;      /* read chunks posted, not completed */
 };
 
-/* A message the transport did not take at once, retried by progress in
- * order (multicast members: a slow member must not hold up the others). */
-struct ripc_deferred {
-	struct ripc_list link; /* ctx.deferred, oldest first */
-	struct ripc_peer *peer;
-	struct ripc_slot *slot; /* the encoded message */
+/* ---- the transmit queue (txq.c) ------------------------------------- */
+
+/* A message the transport did not take at once.  Posted by the engine in
+ * order, per peer.  A waiting caller owns it (waiter set) and frees it;
+ * otherwise (detached) the queue frees it when it leaves. */
+struct ripc_txreq {
+	struct ripc_list link;   /* tx.queue, oldest first */
+	struct ripc_peer *peer;  /* held */
+	struct ripc_slot *slot;  /* the encoded message */
 	size_t len;
 	uint64_t deadline;
+	uint64_t expo[2];        /* exposures to end if it is never sent */
+	struct ripc_waiter *waiter;
+	uint8_t state;           /* TXR_QUEUED, TXR_SENT, TXR_FAILED */
+	int err;                 /* TXR_FAILED: why */
+};
+enum { TXR_QUEUED = 1, TXR_SENT, TXR_FAILED };
+
+struct ripc_txq {
+	struct ripc_list queue;  /* struct ripc_txreq */
+	unsigned n;
+	uint32_t flush_gen;
 };
 
-/* ---- services ------------------------------------------------------- */
+/* ---- exposures (expose.c) ------------------------------------------- */
 
-struct ripc_waiter {
-	struct ripc_list link;
-	int efd;
+enum ripc_expo_kind {
+	RIPC_EXPO_LONG = 1,   /* long-send items: remote read */
+	RIPC_EXPO_RETURN,     /* offered return buffers: remote write */
 };
 
-struct ripc_service {
-	uint16_t id;
-	bool mcast;
-	struct ripc_list queue; /* struct ripc_msg, arrival order */
-	unsigned qlen;
-	unsigned nready;
-	struct ripc_list waiters;
+/* Memory this process exposes to one peer for one message: one
+ * registration per item, for exactly its bytes, with a fresh key. */
+struct ripc_expo {
+	struct ripc_list link;   /* ex.live */
+	uint64_t id;             /* cookie on the wire; never 0 */
+	uint8_t kind;
+	struct ripc_peer *peer;  /* held */
+	uint64_t peer_inc;
+	uint16_t src, dest;      /* our service, the peer's service */
+	uint64_t send_seq;       /* the public call it belongs to */
+	uint64_t deadline;
+	uint16_t n;
+	struct ripc_expo_item {
+		const uint8_t *buf;
+		uint32_t len;
+		struct ripc_prov_mr mr;
+	} item[];
+};
+
+/* How an exposure of an item ended (ripc_wait_released, events). */
+struct ripc_release_rec {
+	const uint8_t *buf;
+	uint32_t len;
+	uint64_t send_seq;
+	uint16_t dest;
+	uint8_t kind;   /* RIPC_RELEASE_* */
+	uint8_t status; /* RIPC_OK, RIPC_EPEER, RIPC_EEXPIRED, ... */
+};
+
+#define RIPC_RELEASE_RING 1024
+
+struct ripc_expose_state {
+	struct ripc_list live;    /* struct ripc_expo */
+	unsigned nlive;
+	uint64_t send_seq;
+	struct ripc_list waiters; /* ripc_wait_released asleep */
+	/* The last RIPC_RELEASE_RING endings, for ripc_wait_released. */
+	struct ripc_release_rec ring[RIPC_RELEASE_RING];
+	unsigned ring_head, ring_n;
+	/* Events for ripc_release_poll, once the application asked. */
+	bool events_on;
+	struct ripc_release_rec *ev;
+	unsigned ev_head, ev_n, ev_cap;
+};
+
+/* ---- return buffers (retbuf.c) -------------------------------------- */
+
+struct ripc_retbuf_state {
+	struct ripc_list grants;  /* peer side: buffers offered to us */
+	struct ripc_list replies; /* replies being written */
+	struct ripc_list writeq;  /* replies with writes left to post */
+	struct ripc_list writes;  /* write ops with the transport */
+	unsigned ngrants;
+};
+
+/* ---- receive-side bookkeeping (service.c) ---------------------------- */
+
+struct ripc_recv_state {
+	struct ripc_msg *msg_cache; /* recycled message records */
+	unsigned msg_cached;
+	unsigned queued_total;    /* ready messages over all services */
+	int app_fd;               /* eventfd of ripc_get_fd(), or -1 */
+	bool app_fd_set;          /* its counter is non-zero */
+};
+
+/* ---- the engine (progress.c) ---------------------------------------- */
+
+struct ripc_engine {
+	pthread_t thread;
+	bool thread_running;
+	int wake_fd;              /* eventfd: wakes the progress thread */
+	unsigned spinners;        /* app threads busy-polling in a receive */
+	unsigned nwaiters;        /* app threads asleep in a receive */
+	uint64_t app_active_ns;   /* last time an app thread was in a call */
+	uint64_t last_traffic_ns; /* last time the progress thread saw events */
+	uint64_t next_timer_ns;   /* next timeout scan */
+	unsigned poll_calls;
+	uint64_t last_resolver_ns;
+	uint64_t stats_published_ns;
+	/* The watchdog thread (transport watchdog ops). */
+	pthread_t wd_thread;
+	bool wd_running, wd_stop;
+	pthread_mutex_t wd_lock;
+	pthread_cond_t wd_cond;
 };
 
 /* ---- the context ---------------------------------------------------- */
 
 struct ripc_ctx {
 	pthread_mutex_t lock;
-	bool initialized;
-	bool shutting_down;
-	int init_err;
+	pthread_t lock_owner;     /* valid while locked (exit path) */
+	pthread_cond_t idle;      /* finalize waits for calls to leave */
+	bool initialized;         /* read without the lock: atomics */
+	bool shutting_down;       /* finalize (or exit) under way */
+	bool exiting;             /* process exit: touch nothing any more */
+	unsigned calls;           /* public calls inside the library */
+	struct ripc_list sleepers; /* struct ripc_waiter (sleep) */
 	uint64_t incarnation;
 	uint64_t host_id;
+	pid_t pid;
 
 	struct ripc_tp tp[RIPC_PROV_MAX];
 	unsigned ntp;
@@ -300,40 +457,16 @@ struct ripc_ctx {
 	struct ripc_peer *peer_hash[256];
 	unsigned npeers;
 
-	/* memory */
-	struct ripc_list lregs;   /* struct ripc_lreg */
-	struct ripc_arena *arenas;
-	struct ripc_slot *free_slots;
-	size_t nslots;
+	struct ripc_mem mem;
 	struct ripc_list windows; /* struct ripc_window */
+	struct ripc_txq tx;
+	struct ripc_expose_state ex;
+	struct ripc_retbuf_state rb;
+	struct ripc_pull_state pl;
+	struct ripc_recv_state rx;
+	struct ripc_engine eng;
 
-	/* long messages */
-	struct ripc_list lsends;  /* struct ripc_lsend */
-	struct ripc_list pulls;   /* struct ripc_pull */
-	struct ripc_list readq;   /* pulls with chunks left to post */
-	struct ripc_list read_retry; /* read chunks to post again */
-	struct ripc_list reads;      /* read chunks posted, not completed */
-	struct ripc_list deferred;   /* struct ripc_deferred */
-	unsigned ndeferred;
-	uint32_t flush_gen;
-	uint64_t pull_mem;        /* library bytes allocated by pulls */
-
-	/* progress */
-	pthread_t thread;
-	bool thread_running;
-	int wake_fd;              /* eventfd: wakes the progress thread */
-	int app_fd;               /* eventfd: ripc_get_fd() */
-	unsigned queued_total;    /* messages waiting over all services */
-	unsigned spinners;        /* app threads busy-polling in a receive */
-	unsigned nwaiters;        /* app threads asleep in a receive */
-	uint64_t app_active_ns;   /* last time an app thread was in a call */
-	uint64_t last_traffic_ns; /* last time the progress thread saw events */
-	uint64_t next_timer_ns;   /* next timeout scan */
-	unsigned poll_calls;
-	uint64_t last_resolver_ns;
-	uint64_t stats_published_ns;
-
-	/* configuration */
+	/* configuration, loaded at initialisation */
 	struct {
 		uint64_t resolve_timeout_ns, send_timeout_ns, long_timeout_ns,
 			pull_timeout_ns, spin_ns, spin_pull_ns, poll_interval_us,
@@ -350,20 +483,41 @@ struct ripc_ctx {
 extern struct ripc_ctx ripc__ctx;
 #define CTX (&ripc__ctx)
 
-/* Lazily initialise; returns RIPC_OK or an error (also set as last). */
+/* ---- lifecycle (init.c; called by the API layer only) ---------------- */
+
+/* Lazily initialise; RIPC_OK or an error code. */
 int ripc__ensure_init(void);
+/* Stop everything and free it; the caller holds no lock and is not
+ * counted as a call in flight.  `exiting`: called on the exit path. */
+void ripc__lifecycle_fini(bool exiting);
+void ripc__load_config(void);
+
 static inline void ripc__lock(void)
 {
 	pthread_mutex_lock(&CTX->lock);
+	CTX->lock_owner = pthread_self();
 }
 static inline void ripc__unlock(void)
 {
+	CTX->lock_owner = 0;
 	pthread_mutex_unlock(&CTX->lock);
 }
 
-/* buffers.c */
-int ripc__arena_init(void);
-void ripc__arena_fini(void);
+/* ---- the engine (progress.c) ---------------------------------------- */
+/* One pass over the transports and what waits for them.  Lock held. */
+int ripc__progress(void);
+/* Make the progress thread look now (a thread is about to sleep). */
+void ripc__engine_kick(void);
+int ripc__engine_start(void);
+/* Without the lock, after shutting_down is set: joins the threads. */
+void ripc__engine_stop(void);
+/* Stops only the watchdog; never takes the library lock. */
+void ripc__watchdog_stop(void);
+
+/* ---- memory (buffers.c) --------------------------------------------- */
+int ripc__mem_init(void);
+void ripc__mem_deregister(void);
+void ripc__mem_unmap(void);
 struct ripc_slot *ripc__slot_get(void);
 void ripc__slot_put(struct ripc_slot *s);
 struct ripc_slot *ripc__slot_of(const void *p);
@@ -372,13 +526,13 @@ int ripc__replenish(struct ripc_tp *t);
 void *ripc__desc_for(int tp, const void *p, size_t len);
 struct ripc_lreg *ripc__lreg_add(void *base, size_t len, int *err);
 void ripc__lreg_del(struct ripc_lreg *r);
-void *ripc__libbuf_alloc(size_t len);
+struct ripc_lreg *ripc__lreg_alloc_of(const void *p);
+struct ripc_lreg *ripc__lreg_user_of(const void *p);
+void *ripc__libbuf_alloc(size_t len, bool pull_mem);
 void ripc__libbuf_free(void *p);
-void ripc__libbuf_cache_fini(void);
-void ripc__libbuf_cache_forget(void);
 int ripc__key_new(struct ripc_tp *t, uint64_t *key);
 
-/* peer.c */
+/* ---- peers and routes (peer.c) -------------------------------------- */
 struct ripc_peer *ripc__peer_get(int tp, const void *addr, size_t len,
 				 uint64_t inc, int *err);
 void ripc__peers_fini(void);
@@ -392,49 +546,130 @@ static inline void ripc__peer_put(struct ripc_peer *p)
 	if (p)
 		p->refs--;
 }
-int ripc__resolve(uint16_t dest, struct ripc_route **out, uint64_t deadline);
+/* Non-blocking: the route to dest, or RIPC_ENOSERVICE when nobody is
+ * known to hold it yet (a query has been sent: wait and ask again). */
+int ripc__route_get(uint16_t dest, struct ripc_route **out);
 void ripc__route_drop(uint16_t dest);
 bool ripc__route_current(const struct ripc_route *r);
 int ripc__pick_tp(const struct ripc_reg_proc_info *owner);
 
-/* send.c */
-int ripc__send_msg(struct ripc_peer *peer, const struct ripc_wire_out *m,
-		   uint64_t deadline);
-void ripc__lsend_release(struct ripc_lsend *ls, bool timed_out);
-void ripc__send_done(struct ripc_peer *peer, uint64_t cookie,
-		     uint32_t status);
-void ripc__deferred_flush(uint64_t now);
-void ripc__deferred_fini(void);
+/* ---- transmit queue (txq.c) ----------------------------------------- */
+/* Encode m and hand it to the transport now, or queue it until deadline.
+ * Returns RIPC_OK (taken), RIPC_EINPROGRESS with *req (queued; waiter
+ * NULL means detached: nobody will look at *req), or an error.  expo[]
+ * (0 = none): exposures the message announces; they end with RIPC_EPEER
+ * if it is never sent, and a LONG exposure's deadline restarts when it
+ * is. */
+#define RIPC_EINPROGRESS (-1)
+int ripc__tx_send(struct ripc_peer *peer, const struct ripc_wire_out *m,
+		  uint64_t deadline, struct ripc_waiter *waiter,
+		  const uint64_t *expo, struct ripc_txreq **req);
+/* A waiter gives up on its queued request (timeout, shutdown, the route
+ * moved): its exposures end quietly and it is freed. */
+void ripc__tx_cancel(struct ripc_txreq *r);
+/* A waiter is done with a request that left the queue; frees it. */
+void ripc__tx_free(struct ripc_txreq *r);
+/* Engine: post what was queued; a SEND completion. */
+void ripc__tx_flush(uint64_t now);
+void ripc__tx_send_done(struct ripc_tp *t, struct ripc_slot *s, int err);
+bool ripc__tx_pending(void);
+void ripc__tx_fini(void);
 
-/* progress.c */
-int ripc__progress_locked(void);
-void ripc__progress_wait(uint64_t deadline);
-int ripc__thread_start(void);
-void ripc__thread_stop(void);
-void ripc__progress_kick(void);
-void ripc__watchdog_start(void);
-void ripc__watchdog_stop(void);
-void ripc__timers(uint64_t now);
+/* ---- exposures (expose.c) ------------------------------------------- */
+/* Register items for peer (access RIPC_ACC_*), fresh keys; describe them
+ * in desc[].  Zero-length items are described as {0, 0, 0}. */
+int ripc__expose(struct ripc_peer *peer, uint64_t peer_inc, uint8_t kind,
+		 uint16_t src, uint16_t dest, void *const *buf,
+		 const uint32_t *len, uint16_t n, uint64_t deadline,
+		 struct ripc_wire_desc *desc, struct ripc_expo **out);
+struct ripc_expo *ripc__expose_find(uint64_t id, uint64_t peer_inc);
+struct ripc_expo *ripc__expose_by_id(uint64_t id);
+/* End an exposure: registrations closed, outcome recorded (status
+ * RIPC_OK / RIPC_EPEER / RIPC_EEXPIRED / RIPC_ECANCELED / RIPC_ESHUTDOWN;
+ * quiet: the peer never learnt of it, no event). */
+void ripc__expose_end(struct ripc_expo *e, int status, bool quiet);
+void ripc__expose_end_id(uint64_t id, int status);
+void ripc__expose_end_id_quiet(uint64_t id);
+/* The same with a status per item (an offer: written ones RIPC_OK). */
+void ripc__expose_end_each(struct ripc_expo *e, const uint8_t *status);
+/* Record the end of a use of the application's memory that was not an
+ * exposure (a reply written into a peer's return buffer). */
+void ripc__expose_note(const void *buf, uint32_t len, uint16_t dest,
+		       int status);
+void ripc__expose_timers(uint64_t now);
+bool ripc__expose_covers(const void *p);
+/* Outcome of the most recent exposure of p: RIPC_OK if none known. */
+int ripc__expose_outcome(const void *p);
+uint64_t ripc__expose_new_seq(void);
+int ripc__expose_events(struct ripc_release *ev, int max);
+bool ripc__expose_events_pending(void);
+void ripc__expose_fini(void);
 
-/* recv.c */
+/* ---- messaging: sends (send.c) -------------------------------------- */
+struct ripc_send_args {
+	uint16_t src, dest;
+	void **buf;
+	uint32_t *len;
+	uint16_t n;
+	void **rbuf;
+	uint32_t *rlen;
+	uint16_t nr;
+	uint64_t total;
+};
+/* One attempt along route r: RIPC_OK (handed to the transport),
+ * RIPC_EINPROGRESS (*req queued for waiter, who waits for it or cancels
+ * it), or an error.  A multicast send never returns RIPC_EINPROGRESS:
+ * members that cannot take their copy at once get it queued, detached. */
+int ripc__send_short(const struct ripc_send_args *a, struct ripc_route *r,
+		     struct ripc_waiter *waiter, struct ripc_txreq **req);
+int ripc__send_long(const struct ripc_send_args *a, struct ripc_route *r,
+		    struct ripc_waiter *waiter, struct ripc_txreq **req);
+
+/* ---- messaging: services and their queues (service.c) ---------------- */
+struct ripc_service *ripc__svc_new(uint16_t id, bool mcast);
+void ripc__svc_destroy(struct ripc_service *svc);
+void ripc__svc_fini(void);
+struct ripc_msg *ripc__msg_alloc(void);
+void ripc__msg_free(struct ripc_msg *m);
+void ripc__msg_enqueue(struct ripc_service *svc, struct ripc_msg *m);
+void ripc__msg_ready(struct ripc_msg *m);
+struct ripc_msg *ripc__msg_take(struct ripc_service *svc);
+void ripc__msg_putback(struct ripc_service *svc, struct ripc_msg *m);
+/* Make ripc_get_fd()'s eventfd tell the truth again (util.c). */
+void ripc__appfd_update(void);
+
+/* ---- messaging: receiving (recv.c, dispatch.c, pull.c, windows.c) ---- */
+struct ripc_recv_out {
+	uint16_t *from;
+	void ***short_items;
+	uint32_t **short_sizes;
+	uint16_t *num_short;
+	void ***long_items;
+	uint32_t **long_sizes;
+	uint16_t *num_long;
+};
+/* Hand a taken message to the caller: RIPC_OK or the message's own code
+ * (RIPC_ETRUNC, RIPC_EPULL); RIPC_ENOMEM leaves it untouched (put it
+ * back).  Frees it otherwise. */
+int ripc__recv_hand_over(struct ripc_msg *m, const struct ripc_recv_out *o);
 void ripc__dispatch(struct ripc_tp *t, struct ripc_slot *s, size_t len);
+void ripc__recv_slot_done(struct ripc_tp *t, struct ripc_slot *s, int err,
+			  size_t len);
+void ripc__pull_start(struct ripc_peer *peer, uint64_t cookie,
+		      struct ripc_msg *m, const struct ripc_wire_desc *descs,
+		      const uint16_t *pos, unsigned count);
 void ripc__pull_read_done(struct ripc_read_op *op, int err);
 void ripc__pull_post_reads(void);
-void ripc__msg_ready(struct ripc_service *svc, struct ripc_msg *m);
-void ripc__queued_dec(void);
-void ripc__msg_free(struct ripc_msg *m);
-void ripc__pull_abandon(struct ripc_pull *p);
-
-/* service.c */
-struct ripc_service *ripc__svc_get(uint16_t id);
-void ripc__wake_waiters(struct ripc_service *svc);
-
-/* windows.c */
+void ripc__pull_timers(uint64_t now);
+bool ripc__pull_pending(void);
+void ripc__pull_fini(void);
+bool ripc__svc_pulling(const struct ripc_service *svc);
 struct ripc_window *ripc__window_take(uint16_t service, size_t len);
 void ripc__window_return(struct ripc_window *w);
 void ripc__window_consumed(struct ripc_window *w);
 void ripc__windows_fini(void);
 void ripc__windows_drop_service(uint16_t service);
-void ripc__msg_cache_fini(void);
+int ripc__window_add(void *base, size_t size, int32_t service);
+int ripc__window_remove(void *base);
 
 #endif

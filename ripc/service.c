@@ -1,39 +1,164 @@
 /*
- * Service IDs owned by this process: registration through the host
- * registry, the per-service message queue and its waiters.
+ * Services owned by this process, their message queues and the threads
+ * waiting on them; the received-message records that live in the queues;
+ * the ripc_get_fd() eventfd that tells an event loop something waits.
+ *
+ * Ordering: each service has one queue in arrival order.  A long message
+ * is queued when its control message arrives and becomes ready when its
+ * pull completes; ripc__msg_take returns the first ready message that no
+ * earlier message from the same sender precedes, so messages from one
+ * sending service arrive in send order while other senders may overtake a
+ * slow pull.
+ *
+ * Registration with the registry, resolver and directory is the API
+ * layer's business (api.c); this file only keeps the local objects.
  */
-#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
-#include "resolver.h"
-#include "retbuf.h"
 #include "ripc_int.h"
 
-#define RANDOM_ID_MIN 1024 /* random IDs stay clear of well-known ones */
-#define RANDOM_ID_TRIES 4096
+#define MSG_CACHE_MAX 64
 
-struct ripc_service *ripc__svc_get(uint16_t id)
+/* ---- message records ------------------------------------------------- */
+
+struct ripc_msg *ripc__msg_alloc(void)
 {
-	return id <= RIPC_MAX_SERVICE_ID ? CTX->svc[id] : NULL;
+	struct ripc_recv_state *rx = &CTX->rx;
+	struct ripc_msg *m = rx->msg_cache;
+
+	if (m) {
+		rx->msg_cache = *(struct ripc_msg **)m;
+		rx->msg_cached--;
+	} else {
+		m = malloc(sizeof(*m));
+		if (!m)
+			return NULL;
+	}
+	/* The item arrays are filled as far as the counts say; everything
+	 * before them must start zeroed (a recycled record holds old
+	 * values). */
+	memset(m, 0, offsetof(struct ripc_msg, short_ptr));
+	ripc_list_init(&m->link);
+	return m;
 }
 
-void ripc__wake_waiters(struct ripc_service *svc)
+static void msg_release(struct ripc_msg *m)
 {
-	struct ripc_list *pos, *tmp;
-	uint64_t one = 1;
+	struct ripc_recv_state *rx = &CTX->rx;
 
-	ripc_list_for_each_safe(pos, tmp, &svc->waiters)
-	{
-		struct ripc_waiter *w =
-			ripc_container_of(pos, struct ripc_waiter, link);
-
-		if (write(w->efd, &one, sizeof(one)) < 0)
-			(void)0; /* counter saturated: already awake */
+	if (rx->msg_cached < MSG_CACHE_MAX) {
+		*(struct ripc_msg **)m = rx->msg_cache;
+		rx->msg_cache = m;
+		rx->msg_cached++;
+	} else {
+		free(m);
 	}
 }
 
-static struct ripc_service *svc_new(uint16_t id, bool mcast)
+/* Free a message the application will never see (or has taken the items
+ * of: hand-over clears what became the application's). */
+void ripc__msg_free(struct ripc_msg *m)
+{
+	if (m->pull) {
+		/* Its pull owns the memory still targeted by reads; it ends
+		 * at the next chance without delivering (pull.c). */
+		m->pull->msg = NULL;
+		m->pull = NULL;
+	} else {
+		for (unsigned i = 0; i < m->nlong; i++)
+			if (m->long_origin[i] == RIPC_ORIGIN_LIBBUF)
+				ripc__libbuf_free(m->long_ptr[i]);
+	}
+	if (m->slot)
+		ripc__slot_put(m->slot);
+	msg_release(m);
+}
+
+/* ---- queues ----------------------------------------------------------- */
+
+void ripc__msg_enqueue(struct ripc_service *svc, struct ripc_msg *m)
+{
+	ripc_list_add_tail(&svc->queue, &m->link);
+	svc->qlen++;
+}
+
+void ripc__msg_ready(struct ripc_msg *m)
+{
+	struct ripc_service *svc = CTX->svc[m->to];
+
+	m->ready = true;
+	if (!svc)
+		return; /* not queued any more */
+	svc->nready++;
+	if (CTX->rx.queued_total++ == 0)
+		ripc__appfd_update();
+	ripc__waiters_wake(&svc->waiters);
+}
+
+static void unqueue(struct ripc_service *svc, struct ripc_msg *m)
+{
+	ripc_list_del(&m->link);
+	svc->qlen--;
+	if (m->ready) {
+		svc->nready--;
+		if (--CTX->rx.queued_total == 0)
+			ripc__appfd_update();
+	}
+}
+
+/* First ready message that no earlier message of the same sender
+ * precedes. */
+struct ripc_msg *ripc__msg_take(struct ripc_service *svc)
+{
+	struct ripc_list *pos, *tmp;
+
+	if (!svc->nready)
+		return NULL;
+	ripc_list_for_each_safe(pos, tmp, &svc->queue)
+	{
+		struct ripc_msg *m =
+			ripc_container_of(pos, struct ripc_msg, link);
+		struct ripc_list *q;
+		bool blocked = false;
+
+		if (!m->ready)
+			continue;
+		for (q = svc->queue.next; q != pos && !blocked; q = q->next) {
+			struct ripc_msg *e =
+				ripc_container_of(q, struct ripc_msg, link);
+
+			blocked = !e->ready && e->src_inc == m->src_inc &&
+				  e->from == m->from;
+		}
+		if (blocked)
+			continue;
+		unqueue(svc, m);
+		return m;
+	}
+	return NULL;
+}
+
+/* Put a taken message back at the head (the hand-over failed). */
+void ripc__msg_putback(struct ripc_service *svc, struct ripc_msg *m)
+{
+	ripc_list_add_tail(svc->queue.next, &m->link);
+	svc->qlen++;
+	svc->nready++;
+	if (CTX->rx.queued_total++ == 0)
+		ripc__appfd_update();
+}
+
+/* Is a message of svc still being pulled? */
+bool ripc__svc_pulling(const struct ripc_service *svc)
+{
+	return svc->qlen > svc->nready;
+}
+
+/* ---- services --------------------------------------------------------- */
+
+struct ripc_service *ripc__svc_new(uint16_t id, bool mcast)
 {
 	struct ripc_service *s = calloc(1, sizeof(*s));
 
@@ -48,119 +173,44 @@ static struct ripc_service *svc_new(uint16_t id, bool mcast)
 	return s;
 }
 
-static int do_register(int service_id, bool mcast)
+/* The service goes: its queued messages are dropped, its windows
+ * released, threads asleep in a receive on it woken (they find it gone). */
+void ripc__svc_destroy(struct ripc_service *svc)
 {
-	int err, ret;
-
-	if (service_id < 0 || service_id > RIPC_MAX_SERVICE_ID)
-		return RIPC_EBADID;
-	if ((err = ripc__ensure_init()))
-		return err;
-	ripc__lock();
-	if (CTX->svc[service_id]) {
-		ripc__unlock();
-		return RIPC_EINUSE;
-	}
-	ret = mcast ? ripc__reg_join((uint16_t)service_id)
-		    : ripc__reg_claim((uint16_t)service_id);
-	if (ret) {
-		ripc__unlock();
-		return ret == -EEXIST ? RIPC_EINUSE
-		       : ret == -ENOSPC ? RIPC_ENOMEM
-					: RIPC_EREGISTRY;
-	}
-	if (!svc_new((uint16_t)service_id, mcast)) {
-		ripc__reg_release((uint16_t)service_id);
-		ripc__unlock();
-		return RIPC_ENOMEM;
-	}
-	/* Caches on other hosts follow a restart or a move at once. */
-	ripc__resolver_announce((uint16_t)service_id, true, mcast);
-	ripc__unlock();
-	return RIPC_OK;
-}
-
-RIPC_API uint8_t ripc_register_service_id(int service_id)
-{
-	int err = do_register(service_id, false);
-
-	if (err) {
-		ripc__set_err(err);
-		return 0;
-	}
-	return 1;
-}
-
-RIPC_API uint8_t ripc_register_multicast_service_id(int service_id)
-{
-	int err = do_register(service_id, true);
-
-	if (err) {
-		ripc__set_err(err);
-		return 0;
-	}
-	return 1;
-}
-
-RIPC_API uint16_t ripc_register_random_service_id(void)
-{
-	int err = RIPC_EINUSE;
-
-	for (int i = 0; i < RANDOM_ID_TRIES; i++) {
-		uint32_t r;
-		uint16_t id;
-
-		if (ripc__random(&r, sizeof(r))) {
-			err = RIPC_ETRANSPORT;
-			break;
-		}
-		id = (uint16_t)(RANDOM_ID_MIN +
-				r % (RIPC_MAX_SERVICE_ID + 1 - RANDOM_ID_MIN));
-		err = do_register(id, false);
-		if (err == RIPC_OK)
-			return id;
-		if (err != RIPC_EINUSE)
-			break;
-	}
-	ripc__set_err(err);
-	return RIPC_INVALID_SERVICE_ID;
-}
-
-RIPC_API uint8_t ripc_unregister_service_id(int service_id)
-{
-	struct ripc_service *svc;
 	struct ripc_list *pos, *tmp;
 
-	if (service_id < 0 || service_id > RIPC_MAX_SERVICE_ID)
-		return (uint8_t)ripc__set_err(RIPC_EBADID);
-	if (!CTX->initialized)
-		return (uint8_t)ripc__set_err(RIPC_ENOTOWNER);
-	ripc__lock();
-	svc = CTX->svc[service_id];
-	if (!svc) {
-		ripc__unlock();
-		return (uint8_t)ripc__set_err(RIPC_ENOTOWNER);
-	}
-	ripc__reg_release((uint16_t)service_id);
-	ripc__resolver_announce((uint16_t)service_id, false, svc->mcast);
-	CTX->svc[service_id] = NULL;
+	CTX->svc[svc->id] = NULL;
 	CTX->nsvc--;
 	ripc_list_for_each_safe(pos, tmp, &svc->queue)
 	{
 		struct ripc_msg *m =
 			ripc_container_of(pos, struct ripc_msg, link);
 
-		ripc_list_del(&m->link);
-		if (m->ready)
-			ripc__queued_dec();
+		unqueue(svc, m);
 		ripc__msg_free(m);
 	}
-	ripc__windows_drop_service((uint16_t)service_id);
-	/* Blocked receivers notice the service is gone and return. */
-	ripc__wake_waiters(svc);
+	ripc__windows_drop_service(svc->id);
+	ripc__waiters_wake(&svc->waiters);
 	ripc_list_for_each_safe(pos, tmp, &svc->waiters)
 		ripc_list_del(pos);
 	free(svc);
-	ripc__unlock();
-	return RIPC_OK;
+}
+
+void ripc__svc_fini(void)
+{
+	for (unsigned i = 0; i <= RIPC_MAX_SERVICE_ID; i++)
+		if (CTX->svc[i])
+			ripc__svc_destroy(CTX->svc[i]);
+	while (CTX->rx.msg_cache) {
+		struct ripc_msg *m = CTX->rx.msg_cache;
+
+		CTX->rx.msg_cache = *(struct ripc_msg **)m;
+		free(m);
+	}
+	CTX->rx.msg_cached = 0;
+	CTX->rx.queued_total = 0;
+	if (CTX->rx.app_fd >= 0)
+		close(CTX->rx.app_fd);
+	CTX->rx.app_fd = -1;
+	CTX->rx.app_fd_set = false;
 }

@@ -3,7 +3,8 @@
  * incoming long items.  Each window takes one item (placed at its base)
  * and is then consumed; the application registers it again to reuse it.
  * A service's own windows are tried before the process-wide ones, each
- * list in registration order, first fit.
+ * list in registration order, first fit.  Lock held throughout; the
+ * public functions are in api_mem.c.
  */
 #include <stdlib.h>
 
@@ -24,30 +25,20 @@ static bool overlaps(const uint8_t *b, size_t len)
 	return false;
 }
 
-static int window_add(void *base, size_t size, int32_t service)
+/* Lock held; the API layer checked the arguments. */
+int ripc__window_add(void *base, size_t size, int32_t service)
 {
 	struct ripc_window *w;
 	bool need_reg = false;
 	int err;
 
-	if (!base || size == 0 || (uintptr_t)base + size < (uintptr_t)base)
-		return RIPC_EINVAL;
-	if ((err = ripc__ensure_init()))
-		return err;
-	ripc__lock();
-	if (service >= 0 && !CTX->svc[service]) {
-		ripc__unlock();
+	if (service >= 0 && !CTX->svc[service])
 		return RIPC_ENOTOWNER;
-	}
-	if (overlaps(base, size)) {
-		ripc__unlock();
+	if (overlaps(base, size))
 		return RIPC_EINVAL;
-	}
 	w = calloc(1, sizeof(*w));
-	if (!w) {
-		ripc__unlock();
+	if (!w)
 		return RIPC_ENOMEM;
-	}
 	w->base = base;
 	w->size = size;
 	w->service = service;
@@ -55,29 +46,10 @@ static int window_add(void *base, size_t size, int32_t service)
 		need_reg |= CTX->tp[i].open && CTX->tp[i].attr.mr_local;
 	if (need_reg && !(w->lreg = ripc__lreg_add(base, size, &err))) {
 		free(w);
-		ripc__unlock();
 		return err;
 	}
 	ripc_list_add_tail(&CTX->windows, &w->link);
-	ripc__unlock();
 	return RIPC_OK;
-}
-
-RIPC_API uint8_t ripc_reg_recv_window(void *base, size_t size)
-{
-	int err = window_add(base, size, -1);
-
-	return (uint8_t)(err ? ripc__set_err(err) : RIPC_OK);
-}
-
-RIPC_API uint8_t ripc_reg_recv_window_for_service(void *base, size_t size,
-						  uint16_t service)
-{
-	int err = service > RIPC_MAX_SERVICE_ID
-			  ? RIPC_EBADID
-			  : window_add(base, size, service);
-
-	return (uint8_t)(err ? ripc__set_err(err) : RIPC_OK);
 }
 
 static void window_free(struct ripc_window *w)
@@ -92,14 +64,10 @@ void ripc__window_consumed(struct ripc_window *w)
 	window_free(w);
 }
 
-RIPC_API uint8_t ripc_unreg_recv_window(void *base)
+int ripc__window_remove(void *base)
 {
 	struct ripc_list *pos, *tmp;
-	int err = RIPC_ENOTFOUND;
 
-	if (!base || !CTX->initialized)
-		return (uint8_t)ripc__set_err(RIPC_ENOTFOUND);
-	ripc__lock();
 	ripc_list_for_each_safe(pos, tmp, &CTX->windows)
 	{
 		struct ripc_window *w =
@@ -108,12 +76,10 @@ RIPC_API uint8_t ripc_unreg_recv_window(void *base)
 		if (w->base == base) {
 			ripc_list_del(&w->link);
 			window_free(w);
-			err = RIPC_OK;
-			break;
+			return RIPC_OK;
 		}
 	}
-	ripc__unlock();
-	return (uint8_t)(err ? ripc__set_err(err) : RIPC_OK);
+	return RIPC_ENOTFOUND;
 }
 
 static struct ripc_window *find_fit(int32_t service, size_t len)

@@ -85,8 +85,6 @@ size_t ripc__wire_size(const struct ripc_wire_out *m)
 	    (m->addr_len == 0 || m->addr_len > RIPC_ADDR_MAX))
 		return 0;
 	for (unsigned i = 0; i < m->nshort; i++) {
-		if (m->short_len[i] == 0)
-			return 0; /* the decoder refuses empty items */
 		sum += m->short_len[i];
 		payload += align8(m->short_len[i]);
 	}
@@ -153,20 +151,24 @@ size_t ripc__wire_encode_sized(const struct ripc_wire_out *m, void *buf,
 	for (unsigned i = 0; i < m->nshort; i++) {
 		size_t n = m->short_len[i];
 
-		memcpy(p, m->short_buf[i], n);
+		if (n) /* a zero-length item may be NULL */
+			memcpy(p, m->short_buf[i], n);
 		memset(p + n, 0, align8(n) - n);
 		p += align8(n);
 	}
 	return total;
 }
 
-static int get_desc(const uint8_t *p, struct ripc_wire_desc *d)
+/* empty_ok: a long item of length 0, described as {0, 0, 0} (nothing was
+ * registered for it, so it names no memory).  Return buffers are never
+ * empty. */
+static int get_desc(const uint8_t *p, struct ripc_wire_desc *d, bool empty_ok)
 {
 	d->addr = get64(p);
 	d->key = get64(p + 8);
 	d->len = get32(p + 16);
 	d->aux = get32(p + 20);
-	if (d->len == 0)
+	if (d->len == 0 && (!empty_ok || d->addr || d->key))
 		return RIPC_WIRE_DESC_BAD;
 	/* The peer's own address arithmetic must not wrap. */
 	if (d->addr + (uint64_t)d->len < d->addr)
@@ -269,7 +271,7 @@ int ripc__wire_decode(void *buf, size_t len, struct ripc_wire_in *m)
 	p += RIPC_WIRE_HDR;
 	for (unsigned i = 0; i < m->nshort; i++) {
 		m->short_len[i] = get32(p + 4 * i);
-		if (m->short_len[i] == 0 || m->short_len[i] > RIPC_SHORT_MAX)
+		if (m->short_len[i] > RIPC_SHORT_MAX)
 			return RIPC_WIRE_ITEM_BAD;
 		sum += m->short_len[i];
 		payload += align8(m->short_len[i]);
@@ -278,10 +280,10 @@ int ripc__wire_decode(void *buf, size_t len, struct ripc_wire_in *m)
 		return RIPC_WIRE_ITEM_BAD;
 	p += align8(4 * (size_t)m->nshort);
 	for (unsigned i = 0; i < m->nlong; i++, p += RIPC_WIRE_DESC)
-		if ((err = get_desc(p, &m->long_desc[i])))
+		if ((err = get_desc(p, &m->long_desc[i], true)))
 			return err;
 	for (unsigned i = 0; i < m->nret; i++, p += RIPC_WIRE_DESC)
-		if ((err = get_desc(p, &m->ret_desc[i])))
+		if ((err = get_desc(p, &m->ret_desc[i], false)))
 			return err;
 
 	if ((err = check_aux(m)))

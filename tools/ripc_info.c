@@ -430,6 +430,7 @@ static const struct {
 	STAT(deregistrations),	  STAT(long_released),
 	STAT(long_timeouts),	  STAT(pulls_failed),
 	STAT(window_hits),	  STAT(library_buffers),
+	STAT(release_events_dropped),
 };
 #undef STAT
 /* A counter added to struct ripc_stats must be named above too. */
@@ -522,7 +523,7 @@ int main(int argc, char **argv)
 		usage(stderr, argv[0]);
 		return 2;
 	}
-	ripc__log_init();
+	ripc__env_load_log_level();
 	if (all || !(env || svc || topo || cnt)) {
 		kv("version.libripc", "%d.%d.%d", RIPC_VERSION_MAJOR,
 		   RIPC_VERSION_MINOR, RIPC_VERSION_PATCH);

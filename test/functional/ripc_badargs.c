@@ -1,7 +1,7 @@
 /*
  * Bad input from the application gets an error code and changes nothing:
- * NULL arrays with non-zero counts, NULL items, zero-length items, too
- * many items or return buffers, service 65535, sending from a service the
+ * NULL arrays with non-zero counts, NULL items of non-zero length, too
+ * many items or return buffers, zero-length return buffers, service 65535, sending from a service the
  * process does not own, receiving on one it does not own (the next call
  * works), bad windows.  A signal interrupts a blocking receive with
  * RIPC_EINTR and loses nothing; a receive timeout is honoured.
@@ -48,6 +48,7 @@ static int client(void)
 	char data[16] = "x";
 	void *buf[RIPC_MAX_ITEMS + 1], *nullbuf[1] = { NULL };
 	uint32_t len[RIPC_MAX_ITEMS + 1], zero[1] = { 0 };
+	void *rbuf[1] = { data };
 	struct ft_msg m;
 	struct sigaction sa;
 	double t0;
@@ -65,7 +66,9 @@ static int client(void)
 	BOTH((me, srv, NULL, len, 1, NULL, NULL, 0), RIPC_EINVAL);
 	BOTH((me, srv, buf, NULL, 1, NULL, NULL, 0), RIPC_EINVAL);
 	BOTH((me, srv, nullbuf, len, 1, NULL, NULL, 0), RIPC_EINVAL);
-	BOTH((me, srv, buf, zero, 1, NULL, NULL, 0), RIPC_EINVAL);
+	/* Zero-length items are fine (ripc_zerolen); zero-length return
+	 * buffers are not. */
+	BOTH((me, srv, buf, len, 1, rbuf, zero, 1), RIPC_EINVAL);
 	BOTH((me, srv, buf, len, RIPC_MAX_ITEMS + 1, NULL, NULL, 0),
 	     RIPC_ETOOMANY);
 	BOTH((me, srv, buf, len, 1, NULL, len, 1), RIPC_EINVAL);

@@ -67,6 +67,7 @@ static int receiver_dies(void)
 	uint8_t *buf;
 	double t0, t_rel;
 	struct ripc_stats st;
+	uint8_t rel;
 
 	if (pipe(pfd))
 		return 1;
@@ -100,9 +101,13 @@ static int receiver_dies(void)
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
 	shm_cleanup(child);
-	/* Released after the timeout (or at once if the pull had ended). */
-	if (ripc_wait_released(buf, 10000))
+	/* Released after the timeout, and the owner is told that nobody
+	 * finished pulling (RIPC_EEXPIRED), not "released" as if pulled. */
+	rel = ripc_wait_released(buf, 10000);
+	if (rel == RIPC_ETIMEDOUT)
 		return fail("registrations never released");
+	if (rel != RIPC_EEXPIRED)
+		return fail("released, but not reported as RIPC_EEXPIRED");
 	t_rel = now() - t0;
 	ripc_stats(&st, sizeof(st));
 	/* Still working: a message to ourselves. */
@@ -122,8 +127,9 @@ static int receiver_dies(void)
 	free(si);
 	free(ss);
 	printf("receiver killed 20 ms into the pull: registrations released "
-	       "after %.2f s (%s), process still works\n",
-	       t_rel, st.long_timeouts ? "timeout" : "pull had completed");
+	       "after %.2f s (%s, reported %s), process still works\n",
+	       t_rel, st.long_timeouts ? "timeout" : "pull had completed",
+	       ripc_strerror(rel));
 	/* The pull of 256 MiB cannot complete in 20 ms: it must have been
 	 * the timeout, within its 2 s and a margin for the timer. */
 	return (st.long_timeouts == 1 && t_rel >= 1.5 && t_rel < 4) ? 0 : 1;

@@ -51,6 +51,7 @@ tests=(
 	"ripc_long|-x service -I 6"
 	"ripc_threads|-I 400"
 	"ripc_badargs|"
+	"ripc_zerolen|"
 	"ripc_retbuf|"
 	"ripc_window|"
 	"ripc_window|-x nolib"

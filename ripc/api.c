@@ -1,0 +1,735 @@
+/*
+ * The API layer: the public entry points of services, sends, receives,
+ * releases and queries.  Each one checks its arguments, initialises the
+ * library on first use, takes the lock, calls the messaging code below,
+ * and -- only here -- waits: for a destination to be resolved, for a
+ * queued message to be handed to the transport, for a message to arrive,
+ * for an exposure to end.  A thread that waits sleeps outside the lock on
+ * its own eventfd and is woken by whoever makes its condition true, or by
+ * finalize (the call then returns RIPC_ESHUTDOWN).  Calls in flight are
+ * counted so that finalize can wait for them to leave.
+ *
+ * Buffers and windows are in api_mem.c.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "resolver.h"
+#include "retbuf.h"
+
+#define RANDOM_ID_MIN 1024 /* random IDs stay clear of well-known ones */
+#define RANDOM_ID_TRIES 4096
+#define RIPC_EMOVED (-2)   /* internal: the destination moved, try again */
+
+/* ---- calls in flight ------------------------------------------------ */
+
+int ripc__api_enter(void)
+{
+	int err = ripc__ensure_init();
+
+	if (err)
+		return err;
+	ripc__lock();
+	if (CTX->shutting_down || !CTX->initialized) {
+		ripc__unlock();
+		return RIPC_ESHUTDOWN;
+	}
+	CTX->calls++;
+	ripc__tls_calls++;
+	return RIPC_OK;
+}
+
+/* Like ripc__api_enter for calls that make no sense before the library
+ * runs (they do not start it): RIPC_ESHUTDOWN when it does not run. */
+int ripc__api_enter_running(void)
+{
+	if (!__atomic_load_n(&CTX->initialized, __ATOMIC_ACQUIRE))
+		return RIPC_ESHUTDOWN;
+	ripc__lock();
+	if (CTX->shutting_down || !CTX->initialized) {
+		ripc__unlock();
+		return RIPC_ESHUTDOWN;
+	}
+	CTX->calls++;
+	ripc__tls_calls++;
+	return RIPC_OK;
+}
+
+int ripc__api_leave(int err)
+{
+	CTX->calls--;
+	ripc__tls_calls--;
+	if (CTX->shutting_down)
+		pthread_cond_broadcast(&CTX->idle);
+	ripc__unlock();
+	return err ? ripc__set_err(err) : RIPC_OK;
+}
+
+/* Sleep without the lock for at most ns, on w's eventfd (and extra_fd if
+ * >= 0), listed on `on` (if not NULL) and on ctx.sleepers.  In manual
+ * progress mode the sleep is cut to the poll interval and progress is run
+ * afterwards: nobody else would.  Returns -1 if a signal interrupted it. */
+static int api_sleep(struct ripc_waiter *w, struct ripc_list *on, uint64_t ns,
+		     int extra_fd)
+{
+	struct pollfd pfd[2] = { { .fd = w->efd, .events = POLLIN },
+				 { .fd = extra_fd, .events = POLLIN } };
+	struct timespec ts;
+	int r;
+
+	if (CTX->cfg.manual_progress &&
+	    ns > CTX->cfg.poll_interval_us * 1000)
+		ns = CTX->cfg.poll_interval_us * 1000;
+	ts.tv_sec = (time_t)(ns / 1000000000ull);
+	ts.tv_nsec = (long)(ns % 1000000000ull);
+	ripc_list_add_tail(&CTX->sleepers, &w->sleep);
+	if (on)
+		ripc_list_add_tail(on, &w->link);
+	ripc__unlock();
+	r = ppoll(pfd, extra_fd >= 0 ? 2 : 1, &ts, NULL);
+	if (r > 0 && (pfd[0].revents & POLLIN)) {
+		uint64_t v;
+
+		if (read(w->efd, &v, sizeof(v)) < 0)
+			(void)0;
+	}
+	ripc__lock();
+	ripc_list_del(&w->sleep);
+	if (on)
+		ripc_list_del(&w->link);
+	if (r < 0 && errno == EINTR)
+		return -1;
+	if (CTX->cfg.manual_progress && !CTX->shutting_down)
+		ripc__progress();
+	return 0;
+}
+
+/* ---- resolution ------------------------------------------------------ */
+
+/* The route to dest, waiting up to RIPC_RESOLVE_TIMEOUT_MS for somebody
+ * to register it (the host registry changes, or a resolver answer comes). */
+static int api_resolve(uint16_t dest, struct ripc_route **out)
+{
+	uint64_t deadline = ripc__now_ns() + CTX->cfg.resolve_timeout_ns;
+	int err;
+
+	for (;;) {
+		err = ripc__route_get(dest, out);
+		if (err != RIPC_ENOSERVICE)
+			return err;
+		if (CTX->shutting_down)
+			return RIPC_ESHUTDOWN;
+		if (ripc__now_ns() >= deadline)
+			break;
+		/* Not registered (yet): let others use the library while we
+		 * wait for the registry to change or an answer to come. */
+		ripc__resolver_wait_enter();
+		ripc__unlock();
+		ripc__resolver_wait(1000); /* an answer, or 1 ms */
+		ripc__lock();
+		ripc__resolver_wait_leave();
+		ripc__resolver_input();
+	}
+	CTX->stats.resolve_failures++;
+	ripc__log_rl(RIPC_LOG_WARN,
+		     "service %u: not found in the host registry %s%s within "
+		     "%llu ms",
+		     dest, ripc__reg_path(),
+		     ripc__resolver_enabled() ? " nor by the multicast resolver"
+					      : "",
+		     (unsigned long long)(CTX->cfg.resolve_timeout_ns /
+					  1000000));
+	return RIPC_ENOSERVICE;
+}
+
+/* ---- services -------------------------------------------------------- */
+
+static int do_register(int service_id, bool mcast)
+{
+	int err, ret;
+
+	if (service_id < 0 || service_id > RIPC_MAX_SERVICE_ID)
+		return RIPC_EBADID;
+	if ((err = ripc__api_enter()))
+		return err;
+	if (CTX->svc[service_id])
+		return ripc__api_leave(RIPC_EINUSE);
+	ret = mcast ? ripc__reg_join((uint16_t)service_id)
+		    : ripc__reg_claim((uint16_t)service_id);
+	if (ret)
+		return ripc__api_leave(ret == -EEXIST   ? RIPC_EINUSE
+				       : ret == -ENOSPC ? RIPC_ENOMEM
+							: RIPC_EREGISTRY);
+	if (!ripc__svc_new((uint16_t)service_id, mcast)) {
+		ripc__reg_release((uint16_t)service_id);
+		return ripc__api_leave(RIPC_ENOMEM);
+	}
+	/* Caches on other hosts follow a restart or a move at once. */
+	ripc__resolver_announce((uint16_t)service_id, true, mcast);
+	return ripc__api_leave(RIPC_OK);
+}
+
+RIPC_API uint8_t ripc_register_service_id(int service_id)
+{
+	int err = do_register(service_id, false);
+
+	if (err) {
+		ripc__set_err(err);
+		return 0;
+	}
+	return 1;
+}
+
+RIPC_API uint8_t ripc_register_multicast_service_id(int service_id)
+{
+	int err = do_register(service_id, true);
+
+	if (err) {
+		ripc__set_err(err);
+		return 0;
+	}
+	return 1;
+}
+
+RIPC_API uint16_t ripc_register_random_service_id(void)
+{
+	int err = RIPC_EINUSE;
+
+	for (int i = 0; i < RANDOM_ID_TRIES; i++) {
+		uint32_t r;
+		uint16_t id;
+
+		if (ripc__random(&r, sizeof(r))) {
+			err = RIPC_ETRANSPORT;
+			break;
+		}
+		id = (uint16_t)(RANDOM_ID_MIN +
+				r % (RIPC_MAX_SERVICE_ID + 1 - RANDOM_ID_MIN));
+		err = do_register(id, false);
+		if (err == RIPC_OK)
+			return id;
+		if (err != RIPC_EINUSE)
+			break;
+	}
+	ripc__set_err(err);
+	return RIPC_INVALID_SERVICE_ID;
+}
+
+RIPC_API uint8_t ripc_unregister_service_id(int service_id)
+{
+	struct ripc_service *svc;
+	int err;
+
+	if (service_id < 0 || service_id > RIPC_MAX_SERVICE_ID)
+		return (uint8_t)ripc__set_err(RIPC_EBADID);
+	if ((err = ripc__api_enter_running()))
+		return (uint8_t)ripc__set_err(err == RIPC_ESHUTDOWN
+						      ? RIPC_ENOTOWNER
+						      : err);
+	svc = CTX->svc[service_id];
+	if (!svc)
+		return (uint8_t)ripc__api_leave(RIPC_ENOTOWNER);
+	ripc__reg_release((uint16_t)service_id);
+	ripc__resolver_announce((uint16_t)service_id, false, svc->mcast);
+	ripc__svc_destroy(svc);
+	return (uint8_t)ripc__api_leave(RIPC_OK);
+}
+
+/* ---- sends ----------------------------------------------------------- */
+
+/* Validate the application's item arrays (DESIGN §6: never UB).  Items of
+ * length 0 are allowed (libRIPC sent them; they arrive as items of length
+ * 0) and may then be NULL. */
+static int check_items(void **buf, uint32_t *length, uint16_t n,
+		       unsigned max, bool allow_empty, uint64_t *total)
+{
+	uint64_t sum = 0;
+
+	if (n > max)
+		return RIPC_ETOOMANY;
+	if (n && (!buf || !length))
+		return RIPC_EINVAL;
+	for (unsigned i = 0; i < n; i++) {
+		if (length[i] == 0 && allow_empty)
+			continue;
+		if (!buf[i] || length[i] == 0)
+			return RIPC_EINVAL;
+		sum += length[i];
+	}
+	if (total)
+		*total = sum;
+	return RIPC_OK;
+}
+
+/* Wait until the queued request left the queue (handed to the transport,
+ * or failed), the deadline passes, the route moves, or shutdown. */
+static int wait_tx(struct ripc_waiter *w, struct ripc_txreq *req,
+		   const struct ripc_route *r, uint64_t deadline)
+{
+	for (;;) {
+		uint64_t now;
+
+		if (req->state != TXR_QUEUED) {
+			int err = req->state == TXR_SENT ? RIPC_OK : req->err;
+
+			ripc__tx_free(req);
+			return err;
+		}
+		ripc__progress();
+		if (req->state != TXR_QUEUED)
+			continue;
+		if (CTX->shutting_down) {
+			ripc__tx_cancel(req);
+			return RIPC_ESHUTDOWN;
+		}
+		if (!ripc__route_current(r)) {
+			/* Restarted or moved meanwhile: send to where it
+			 * is now. */
+			ripc__tx_cancel(req);
+			return RIPC_EMOVED;
+		}
+		now = ripc__now_ns();
+		if (now >= deadline) {
+			ripc__tx_cancel(req);
+			CTX->stats.send_timeouts++;
+			return RIPC_ETIMEDOUT;
+		}
+		/* The engine (progress thread) posts it as resources free
+		 * up and wakes us; look again at least every millisecond. */
+		if (api_sleep(w, NULL,
+			      deadline - now < 1000000 ? deadline - now
+						       : 1000000,
+			      -1) < 0) {
+			ripc__tx_cancel(req);
+			return RIPC_EINTR;
+		}
+	}
+}
+
+static uint8_t api_send(bool is_long, uint16_t src, uint16_t dest,
+			void **buf, uint32_t *length, uint16_t num_items,
+			void **return_bufs, uint32_t *return_buf_lengths,
+			uint16_t num_return_bufs)
+{
+	struct ripc_send_args a = {
+		.src = src, .dest = dest,
+		.buf = buf, .len = length, .n = num_items,
+		.rbuf = return_bufs, .rlen = return_buf_lengths,
+		.nr = num_return_bufs,
+	};
+	struct ripc_waiter *w;
+	uint64_t until;
+	int err;
+
+	/* Every argument is checked before anything happens, so a bad call
+	 * fails at once whatever the state of the destination. */
+	if (src > RIPC_MAX_SERVICE_ID || dest > RIPC_MAX_SERVICE_ID)
+		return (uint8_t)ripc__set_err(RIPC_EBADID);
+	if ((err = check_items(buf, length, num_items, RIPC_MAX_ITEMS, true,
+			       &a.total)) ||
+	    (err = check_items(return_bufs, return_buf_lengths,
+			       num_return_bufs, RIPC_MAX_RETURN_BUFS, false,
+			       NULL)))
+		return (uint8_t)ripc__set_err(err);
+	if (is_long && num_items == 0)
+		return (uint8_t)ripc__set_err(RIPC_EINVAL);
+	if (!is_long && a.total > RIPC_SHORT_MAX)
+		return (uint8_t)ripc__set_err(RIPC_E2BIG);
+	if ((err = ripc__api_enter()))
+		return (uint8_t)ripc__set_err(err);
+	if (!CTX->svc[src])
+		return (uint8_t)ripc__api_leave(RIPC_ENOTOWNER);
+	if (!(w = ripc__waiter_self()))
+		return (uint8_t)ripc__api_leave(RIPC_ENOMEM);
+	CTX->eng.app_active_ns = ripc__now_ns();
+	until = CTX->eng.app_active_ns + CTX->cfg.send_timeout_ns;
+	do {
+		struct ripc_txreq *req = NULL;
+		struct ripc_route *r;
+
+		if ((err = api_resolve(dest, &r)))
+			break;
+		ripc__expose_new_seq();
+		err = is_long ? ripc__send_long(&a, r, w, &req)
+			      : ripc__send_short(&a, r, w, &req);
+		if (err == RIPC_EINPROGRESS)
+			err = wait_tx(w, req, r, until);
+		if (err == RIPC_EMOVED && ripc__now_ns() >= until)
+			err = RIPC_ETIMEDOUT;
+	} while (err == RIPC_EMOVED);
+	if (err == RIPC_ETIMEDOUT || err == RIPC_EPEER)
+		ripc__route_drop(dest);
+	return (uint8_t)ripc__api_leave(err);
+}
+
+RIPC_API uint8_t ripc_send_short(uint16_t src, uint16_t dest, void **buf,
+				 uint32_t *length, uint16_t num_items,
+				 void **return_bufs,
+				 uint32_t *return_buf_lengths,
+				 uint16_t num_return_bufs)
+{
+	return api_send(false, src, dest, buf, length, num_items, return_bufs,
+			return_buf_lengths, num_return_bufs);
+}
+
+RIPC_API uint8_t ripc_send_long(uint16_t src, uint16_t dest, void **buf,
+				uint32_t *length, uint16_t num_items,
+				void **return_bufs,
+				uint32_t *return_buf_lengths,
+				uint16_t num_return_bufs)
+{
+	return api_send(true, src, dest, buf, length, num_items, return_bufs,
+			return_buf_lengths, num_return_bufs);
+}
+
+/* ---- receive --------------------------------------------------------- */
+
+RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
+				      uint16_t *from_service_id,
+				      void ***short_items,
+				      uint32_t **short_item_sizes,
+				      uint16_t *num_short_items,
+				      void ***long_items,
+				      uint32_t **long_item_sizes,
+				      uint16_t *num_long_items, int timeout_ms)
+{
+	const struct ripc_recv_out out = {
+		.from = from_service_id,
+		.short_items = short_items,
+		.short_sizes = short_item_sizes,
+		.num_short = num_short_items,
+		.long_items = long_items,
+		.long_sizes = long_item_sizes,
+		.num_long = num_long_items,
+	};
+	struct ripc_engine *g = &CTX->eng;
+	struct ripc_service *svc = NULL;
+	struct ripc_msg *m = NULL;
+	uint64_t start, deadline, spin_until, spin_pull_until;
+	bool spinning = false;
+	unsigned spins = 0;
+	int err;
+
+	if (service_id > RIPC_MAX_SERVICE_ID)
+		return (uint8_t)ripc__set_err(RIPC_EBADID);
+	if ((err = ripc__api_enter()))
+		return (uint8_t)ripc__set_err(err);
+	start = ripc__now_ns();
+	deadline = timeout_ms < 0 ? UINT64_MAX
+				  : start + ripc__ms_ns(timeout_ms);
+	spin_until = start + CTX->cfg.spin_ns;
+	spin_pull_until = start + CTX->cfg.spin_pull_ns;
+
+	for (;;) {
+		/* Looked up afresh every time: it may have gone meanwhile. */
+		svc = CTX->svc[service_id];
+		if (!svc) {
+			err = RIPC_ENOTOWNER;
+			break;
+		}
+		if ((m = ripc__msg_take(svc)))
+			break;
+		ripc__progress();
+		if ((m = ripc__msg_take(svc)))
+			break;
+		if (CTX->shutting_down) {
+			err = RIPC_ESHUTDOWN;
+			break;
+		}
+		if (timeout_ms == 0) {
+			err = RIPC_EAGAIN; /* a poll found nothing */
+			break;
+		}
+		if (spinning && (++spins & 7)) {
+			/* Between clock reads: keep spinning. */
+			ripc__unlock();
+			__builtin_ia32_pause();
+			ripc__lock();
+			continue;
+		}
+		uint64_t now = ripc__now_ns();
+
+		g->app_active_ns = now;
+		if (now >= deadline) {
+			err = RIPC_ETIMEDOUT;
+			break;
+		}
+		if (now < spin_until ||
+		    (ripc__svc_pulling(svc) && now < spin_pull_until)) {
+			/* Busy-poll: lowest latency while messages flow, and
+			 * while a message of this service is being pulled
+			 * (what the caller waits for: handing it over from
+			 * the progress thread to a sleeping caller cost
+			 * 10-25 % of long-send bandwidth).  The progress
+			 * thread keeps away while we spin. */
+			if (!spinning) {
+				g->spinners++;
+				spinning = true;
+			}
+			ripc__unlock();
+			__builtin_ia32_pause();
+			ripc__lock();
+			continue;
+		}
+		if (spinning) {
+			g->spinners--;
+			spinning = false;
+		}
+		/* Sleep; the progress thread (or, in manual mode, our own
+		 * periodic polling) wakes us when a message is queued. */
+		struct ripc_waiter *w = ripc__waiter_self();
+		uint64_t wait_ns = deadline - now;
+
+		if (!w) {
+			err = RIPC_ENOMEM;
+			break;
+		}
+		if (wait_ns > 1000000000ull)
+			wait_ns = 1000000000ull;
+		if (g->nwaiters++ == 0)
+			ripc__engine_kick();
+		int r = api_sleep(w, &svc->waiters, wait_ns, -1);
+
+		g->nwaiters--;
+		if (r < 0) {
+			err = RIPC_EINTR;
+			break;
+		}
+	}
+	if (spinning)
+		g->spinners--;
+	g->app_active_ns = ripc__now_ns();
+	if (m) {
+		err = ripc__recv_hand_over(m, &out);
+		if (err == RIPC_ENOMEM)
+			ripc__msg_putback(svc, m); /* nothing is lost */
+	}
+	return (uint8_t)ripc__api_leave(err);
+}
+
+RIPC_API uint8_t ripc_receive(uint16_t service_id, uint16_t *from_service_id,
+			      void ***short_items, uint32_t **short_item_sizes,
+			      uint16_t *num_short_items, void ***long_items,
+			      uint32_t **long_item_sizes,
+			      uint16_t *num_long_items)
+{
+	return ripc_receive_timeout(service_id, from_service_id, short_items,
+				    short_item_sizes, num_short_items,
+				    long_items, long_item_sizes,
+				    num_long_items, -1);
+}
+
+/* ---- releases -------------------------------------------------------- */
+
+RIPC_API int ripc_buf_exposed(const void *buf)
+{
+	int r;
+
+	if (!buf || ripc__api_enter_running())
+		return 0;
+	r = ripc__expose_covers(buf) || ripc__retbuf_busy(buf);
+	ripc__api_leave(RIPC_OK);
+	return r;
+}
+
+RIPC_API uint8_t ripc_wait_released(const void *buf, int timeout_ms)
+{
+	uint64_t deadline;
+	int err;
+
+	if (!buf)
+		return (uint8_t)ripc__set_err(RIPC_EINVAL);
+	if (ripc__api_enter_running())
+		return RIPC_OK; /* nothing is exposed */
+	deadline = timeout_ms < 0 ? UINT64_MAX
+				  : ripc__now_ns() + ripc__ms_ns(timeout_ms);
+	for (;;) {
+		struct ripc_waiter *w;
+		uint64_t now;
+
+		ripc__progress();
+		if (!ripc__expose_covers(buf) && !ripc__retbuf_busy(buf)) {
+			err = ripc__expose_outcome(buf);
+			break;
+		}
+		if (CTX->shutting_down) {
+			err = RIPC_ESHUTDOWN;
+			break;
+		}
+		now = ripc__now_ns();
+		if (now >= deadline) {
+			err = RIPC_ETIMEDOUT;
+			break;
+		}
+		if (!(w = ripc__waiter_self())) {
+			err = RIPC_ENOMEM;
+			break;
+		}
+		if (api_sleep(w, &CTX->ex.waiters,
+			      deadline - now < 100000000 ? deadline - now
+							 : 100000000,
+			      -1) < 0) {
+			err = RIPC_EINTR;
+			break;
+		}
+	}
+	return (uint8_t)ripc__api_leave(err);
+}
+
+RIPC_API int ripc_release_poll(struct ripc_release *events, int max)
+{
+	int err, n;
+
+	if (max < 0 || (max > 0 && !events)) {
+		ripc__set_err(RIPC_EINVAL);
+		return -1;
+	}
+	if ((err = ripc__api_enter())) {
+		ripc__set_err(err);
+		return -1;
+	}
+	n = ripc__expose_events(events, max);
+	if (n < 0) {
+		ripc__api_leave(-n);
+		return -1;
+	}
+	ripc__api_leave(RIPC_OK);
+	return n;
+}
+
+RIPC_API uint8_t ripc_return_bufs_cancel(uint16_t dest)
+{
+	if (dest > RIPC_MAX_SERVICE_ID)
+		return (uint8_t)ripc__set_err(RIPC_EBADID);
+	if (ripc__api_enter_running())
+		return RIPC_OK; /* nothing was offered */
+	ripc__retbuf_cancel(dest);
+	return (uint8_t)ripc__api_leave(RIPC_OK);
+}
+
+/* ---- lifecycle and queries ------------------------------------------ */
+
+RIPC_API uint8_t ripc_init(void)
+{
+	int err = ripc__ensure_init();
+
+	return (uint8_t)(err ? ripc__set_err(err) : RIPC_OK);
+}
+
+RIPC_API void ripc_finalize(void)
+{
+	ripc__lifecycle_fini(false);
+}
+
+RIPC_API void ripc_set_log_handler(ripc_log_handler handler, void *arg)
+{
+	ripc__log_set_handler(handler, arg);
+	/* The level may not have been read yet (no init so far). */
+	ripc__env_load_log_level();
+}
+
+RIPC_API int ripc_progress(void)
+{
+	int n;
+
+	if (ripc__api_enter_running())
+		return 0;
+	n = ripc__progress();
+	ripc__api_leave(RIPC_OK);
+	return n;
+}
+
+RIPC_API int ripc_get_fd(void)
+{
+	int fd;
+
+	if (ripc__api_enter())
+		return -1;
+	/* Created on first request: without a reader, keeping it current
+	 * would cost two syscalls per message. */
+	if (CTX->rx.app_fd < 0) {
+		CTX->rx.app_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		CTX->rx.app_fd_set = false;
+		if (CTX->rx.app_fd < 0)
+			return ripc__api_leave(RIPC_ENOMEM), -1;
+		ripc__appfd_update();
+	}
+	fd = CTX->rx.app_fd;
+	ripc__api_leave(RIPC_OK);
+	return fd;
+}
+
+RIPC_API uint64_t ripc_limit(enum ripc_limit which)
+{
+	/* The values in force: loaded (and clamped) as at initialisation. */
+	if (!__atomic_load_n(&CTX->initialized, __ATOMIC_ACQUIRE)) {
+		ripc__lock();
+		if (!CTX->initialized)
+			ripc__load_config();
+		ripc__unlock();
+	}
+	switch (which) {
+	case RIPC_LIMIT_SHORT_PAYLOAD:
+		return RIPC_SHORT_MAX;
+	case RIPC_LIMIT_ITEMS:
+		return RIPC_MAX_ITEMS;
+	case RIPC_LIMIT_RETURN_BUFS:
+		return RIPC_MAX_RETURN_BUFS;
+	case RIPC_LIMIT_LONG_ITEM:
+		return RIPC_LONG_ITEM_MAX;
+	case RIPC_LIMIT_QUEUE:
+		return CTX->cfg.queue_max;
+	case RIPC_LIMIT_RESOLVE_TIMEOUT_MS:
+		return CTX->cfg.resolve_timeout_ns / 1000000;
+	case RIPC_LIMIT_SEND_TIMEOUT_MS:
+		return CTX->cfg.send_timeout_ns / 1000000;
+	case RIPC_LIMIT_LONG_TIMEOUT_MS:
+		return CTX->cfg.long_timeout_ns / 1000000;
+	}
+	ripc__set_err(RIPC_EINVAL);
+	return 0;
+}
+
+RIPC_API uint8_t ripc_stats(struct ripc_stats *stats, size_t size)
+{
+	if (!stats)
+		return (uint8_t)ripc__set_err(RIPC_EINVAL);
+	ripc__lock();
+	memcpy(stats, &CTX->stats,
+	       size < sizeof(CTX->stats) ? size : sizeof(CTX->stats));
+	ripc__unlock();
+	return RIPC_OK;
+}
+
+RIPC_API const char *ripc_transport_of(uint16_t service)
+{
+	struct ripc_route *r;
+	const char *name = NULL;
+	int err;
+
+	if (service > RIPC_MAX_SERVICE_ID) {
+		ripc__set_err(RIPC_EBADID);
+		return NULL;
+	}
+	if ((err = ripc__api_enter())) {
+		ripc__set_err(err);
+		return NULL;
+	}
+	err = api_resolve(service, &r);
+	if (!err) {
+		if (!r->mcast)
+			name = ripc__prov_names[r->peer->tp];
+		else if (r->nmembers)
+			name = ripc__prov_names[r->members[0]->tp];
+		else
+			err = RIPC_ENOSERVICE; /* a group without members */
+	}
+	ripc__api_leave(err);
+	return name;
+}

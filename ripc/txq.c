@@ -1,0 +1,248 @@
+/*
+ * The transmit queue.
+ *
+ * A message is encoded and handed to the transport at once when it takes
+ * it; otherwise (the transport pushes back with -EAGAIN: its queue is full,
+ * rxm is still connecting, the peer is down) it is queued here and posted
+ * by the engine (ripc__tx_flush) as completions free resources.  Nothing
+ * here polls or waits: a caller that must know the outcome (a public send)
+ * waits for its request in the API layer; handlers that answer (DONE, NACK,
+ * RETURN) and multicast copies leave their requests detached, and the
+ * queue frees them when they leave it.
+ *
+ * Order: messages to one peer leave in the order they were handed in (a
+ * message is queued whenever the peer already has queued ones); a peer that
+ * pushes back is skipped for the rest of a flush pass, so a slow peer does
+ * not hold up the others.
+ *
+ * Messages up to the transport's inject size are injected (the buffer is
+ * free again at once); larger ones are sent from a registered bounce slot
+ * that their SEND completion frees.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ripc_int.h"
+
+#define TXQ_MAX 4096 /* queued messages; beyond, sends fail RIPC_ENOMEM */
+
+/* One attempt to post an encoded message from slot s: 0 (s is the
+ * transport's until its completion, or free again if injected), -EAGAIN,
+ * or another negative errno (s is still the caller's). */
+static int post_once(struct ripc_peer *peer, struct ripc_slot *s, size_t len)
+{
+	struct ripc_tp *t = &CTX->tp[peer->tp];
+	struct iovec iov;
+	void *desc;
+	int ret;
+
+	if (len <= t->attr.inject_size) {
+		ret = t->ops->inject(t->p, peer->handle, s->buf, len);
+		if (ret == 0)
+			ripc__slot_put(s);
+		return ret;
+	}
+	s->op.kind = RIPC_OP_SEND;
+	s->state = SLOT_TX;
+	s->tp = peer->tp;
+	iov = (struct iovec){ s->buf, len };
+	desc = ripc__desc_for(t->id, s->buf, len);
+	ret = t->ops->send(t->p, peer->handle, &iov, &desc, 1, &s->op);
+	if (ret == 0)
+		t->tx_inflight++;
+	else
+		s->state = SLOT_FREE;
+	return ret;
+}
+
+/* A message small enough to inject, built on the stack: the common short
+ * send costs no slot. */
+static int inject_now(struct ripc_peer *peer, const struct ripc_wire_out *m,
+		      size_t len)
+{
+	struct ripc_tp *t = &CTX->tp[peer->tp];
+	uint8_t buf[4096] __attribute__((aligned(8)));
+
+	ripc__wire_encode_sized(m, buf, len);
+	return t->ops->inject(t->p, peer->handle, buf, len);
+}
+
+int ripc__tx_send(struct ripc_peer *peer, const struct ripc_wire_out *m,
+		  uint64_t deadline, struct ripc_waiter *waiter,
+		  const uint64_t *expo, struct ripc_txreq **out)
+{
+	struct ripc_tp *t = &CTX->tp[peer->tp];
+	size_t len = ripc__wire_size(m);
+	struct ripc_txreq *r;
+	struct ripc_slot *s;
+	bool tried = false;
+	int ret;
+
+	if (len == 0)
+		return RIPC_EINVAL;
+	if (!t->open)
+		return RIPC_ESHUTDOWN;
+	if (peer->nqueued == 0 && len <= t->attr.inject_size && len <= 4096) {
+		ret = inject_now(peer, m, len);
+		if (ret != -EAGAIN)
+			return ripc__err_from_errno(ret);
+		tried = true;
+	}
+	if (!(s = ripc__slot_get()))
+		return RIPC_ENOMEM;
+	ripc__wire_encode_sized(m, s->buf, len);
+	if (peer->nqueued == 0 && !tried) {
+		ret = post_once(peer, s, len);
+		if (ret != -EAGAIN) {
+			if (ret)
+				ripc__slot_put(s);
+			return ripc__err_from_errno(ret);
+		}
+	}
+	CTX->stats.send_retries++;
+	if (CTX->tx.n >= TXQ_MAX || !(r = calloc(1, sizeof(*r)))) {
+		ripc__slot_put(s);
+		return RIPC_ENOMEM;
+	}
+	r->peer = ripc__peer_hold(peer);
+	r->slot = s;
+	r->len = len;
+	r->deadline = deadline;
+	if (expo) {
+		r->expo[0] = expo[0];
+		r->expo[1] = expo[1];
+	}
+	r->waiter = waiter;
+	r->state = TXR_QUEUED;
+	peer->nqueued++;
+	CTX->tx.n++;
+	ripc_list_add_tail(&CTX->tx.queue, &r->link);
+	if (out)
+		*out = r;
+	return RIPC_EINPROGRESS;
+}
+
+/* The request leaves the queue with `state`; its waiter (if any) is woken
+ * and frees it, else it is freed here. */
+static void leave(struct ripc_txreq *r, uint8_t state, int err)
+{
+	ripc_list_del(&r->link);
+	r->peer->nqueued--;
+	CTX->tx.n--;
+	r->state = state;
+	r->err = err;
+	if (state == TXR_FAILED && r->slot) {
+		ripc__slot_put(r->slot);
+		r->slot = NULL;
+	}
+	for (int k = 0; k < 2; k++) {
+		struct ripc_expo *e;
+
+		if (!r->expo[k] || !(e = ripc__expose_by_id(r->expo[k])))
+			continue;
+		if (state == TXR_SENT && e->kind == RIPC_EXPO_LONG)
+			/* Its time runs from when the receiver can know. */
+			e->deadline = ripc__now_ns() + CTX->cfg.long_timeout_ns;
+		else if (state == TXR_FAILED)
+			/* The receiver never heard of these buffers; a waiter
+			 * reports the failure itself. */
+			ripc__expose_end(e, RIPC_EPEER, r->waiter != NULL);
+	}
+	if (r->waiter) {
+		ripc__waiter_wake(r->waiter);
+		return;
+	}
+	ripc__peer_put(r->peer);
+	free(r);
+}
+
+void ripc__tx_free(struct ripc_txreq *r)
+{
+	ripc__peer_put(r->peer);
+	free(r);
+}
+
+void ripc__tx_cancel(struct ripc_txreq *r)
+{
+	if (r->state == TXR_QUEUED) {
+		r->waiter = NULL;
+		for (int k = 0; k < 2; k++) {
+			struct ripc_expo *e = r->expo[k]
+				? ripc__expose_by_id(r->expo[k]) : NULL;
+
+			if (e)
+				ripc__expose_end(e, RIPC_ECANCELED, true);
+			r->expo[k] = 0;
+		}
+		leave(r, TXR_FAILED, RIPC_ECANCELED);
+		return;
+	}
+	ripc__tx_free(r);
+}
+
+void ripc__tx_flush(uint64_t now)
+{
+	struct ripc_list *pos, *tmp;
+	uint32_t gen = ++CTX->tx.flush_gen;
+
+	ripc_list_for_each_safe(pos, tmp, &CTX->tx.queue)
+	{
+		struct ripc_txreq *r =
+			ripc_container_of(pos, struct ripc_txreq, link);
+		int ret;
+
+		if (r->peer->flush_gen == gen)
+			continue; /* an older message of this peer waits */
+		if (now >= r->deadline) {
+			CTX->stats.send_timeouts++;
+			ripc__log_rl(RIPC_LOG_INFO,
+				     "a queued message was not taken in time; "
+				     "dropped");
+			leave(r, TXR_FAILED, RIPC_ETIMEDOUT);
+			continue;
+		}
+		ret = post_once(r->peer, r->slot, r->len);
+		if (ret == -EAGAIN) {
+			r->peer->flush_gen = gen;
+			continue;
+		}
+		if (ret) {
+			ripc__log_rl(RIPC_LOG_INFO, "queued send failed: %s",
+				     strerror(-ret));
+			leave(r, TXR_FAILED, ripc__err_from_errno(ret));
+			continue;
+		}
+		r->slot = NULL; /* the transport's, or freed (inject) */
+		leave(r, TXR_SENT, RIPC_OK);
+	}
+}
+
+void ripc__tx_send_done(struct ripc_tp *t, struct ripc_slot *s, int err)
+{
+	t->tx_inflight--;
+	if (err)
+		ripc__log_rl(RIPC_LOG_INFO, "%s: send failed: %s",
+			     t->attr.name, strerror(-err));
+	ripc__slot_put(s);
+}
+
+bool ripc__tx_pending(void)
+{
+	return CTX->tx.n > 0;
+}
+
+/* Teardown: queued messages are dropped; waiters have left already. */
+void ripc__tx_fini(void)
+{
+	struct ripc_list *pos, *tmp;
+
+	ripc_list_for_each_safe(pos, tmp, &CTX->tx.queue)
+	{
+		struct ripc_txreq *r =
+			ripc_container_of(pos, struct ripc_txreq, link);
+
+		r->waiter = NULL;
+		leave(r, TXR_FAILED, RIPC_ESHUTDOWN);
+	}
+}
