@@ -527,14 +527,18 @@ RIPC_API uint8_t ripc_receive(uint16_t service_id, uint16_t *from_service_id,
 
 /* ---- releases -------------------------------------------------------- */
 
+/* Truthful also while finalize runs: exposures end inside its teardown,
+ * under the lock, after which nothing reaches the memory any more. */
 RIPC_API int ripc_buf_exposed(const void *buf)
 {
-	int r;
+	int r = 0;
 
-	if (!buf || ripc__api_enter_running())
+	if (!buf)
 		return 0;
-	r = ripc__expose_covers(buf) || ripc__retbuf_busy(buf);
-	ripc__api_leave(RIPC_OK);
+	ripc__lock();
+	if (CTX->initialized)
+		r = ripc__expose_covers(buf) || ripc__retbuf_busy(buf);
+	ripc__unlock();
 	return r;
 }
 

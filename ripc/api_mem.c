@@ -37,7 +37,7 @@ RIPC_API void ripc_buf_free(void *buf)
 	ripc__lock();
 	if ((s = ripc__slot_of(buf))) {
 		if (s->state == SLOT_HELD)
-			ripc__slot_put(s);
+			ripc__slot_release_held(s);
 		else
 			ripc__log_rl(RIPC_LOG_WARN,
 				     "ripc_buf_free(%p): receive buffer is "

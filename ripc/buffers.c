@@ -249,6 +249,22 @@ void ripc__mem_deregister(void)
 /* Teardown, second half (after the transports closed, since libfabric
  * owns posted receive buffers until then): slots and cached library
  * buffers are unmapped, bookkeeping freed. */
+static bool arena_held(const struct ripc_arena *a)
+{
+	for (size_t i = 0; i < a->nslots; i++)
+		if (a->slot[i].state == SLOT_HELD)
+			return true;
+	return false;
+}
+
+static void arena_unmap(struct ripc_arena *a)
+{
+	ripc_list_del(&a->lreg->link);
+	free(a->lreg);
+	munmap(a->base, a->nslots * RIPC_SLOT_SIZE);
+	free(a);
+}
+
 void ripc__mem_unmap(void)
 {
 	struct ripc_arena *a = CTX->mem.arenas, *next;
@@ -256,10 +272,17 @@ void ripc__mem_unmap(void)
 
 	for (; a; a = next) {
 		next = a->next;
-		ripc_list_del(&a->lreg->link);
-		free(a->lreg);
-		munmap(a->base, a->nslots * RIPC_SLOT_SIZE);
-		free(a);
+		if (arena_held(a)) {
+			/* Short items the application holds stay valid until
+			 * it frees them, also across finalize.  Its (closed)
+			 * registration record leaves the list, which the
+			 * next initialisation starts afresh. */
+			ripc_list_del(&a->lreg->link);
+			a->next = CTX->mem.retired;
+			CTX->mem.retired = a;
+			continue;
+		}
+		arena_unmap(a);
 	}
 	CTX->mem.arenas = NULL;
 	CTX->mem.free_slots = NULL;
@@ -309,16 +332,39 @@ void ripc__slot_put(struct ripc_slot *s)
 	CTX->mem.free_slots = s;
 }
 
+static struct ripc_slot *slot_in(struct ripc_arena *a, const uint8_t *b)
+{
+	for (; a; a = a->next)
+		if (b >= a->base && b < a->base + a->nslots * RIPC_SLOT_SIZE)
+			return &a->slot[(size_t)(b - a->base) / RIPC_SLOT_SIZE];
+	return NULL;
+}
+
 struct ripc_slot *ripc__slot_of(const void *p)
 {
-	const uint8_t *b = p;
+	struct ripc_slot *s = slot_in(CTX->mem.arenas, p);
 
-	for (struct ripc_arena *a = CTX->mem.arenas; a; a = a->next) {
-		if (b >= a->base && b < a->base + a->nslots * RIPC_SLOT_SIZE)
-			return &a->slot[(size_t)(b - a->base) /
-					RIPC_SLOT_SIZE];
+	return s ? s : slot_in(CTX->mem.retired, p);
+}
+
+void ripc__slot_release_held(struct ripc_slot *s)
+{
+	struct ripc_arena **pp = &CTX->mem.retired;
+
+	while (*pp && *pp != s->arena)
+		pp = &(*pp)->next;
+	if (!*pp) {
+		ripc__slot_put(s); /* a live arena: back to the free list */
+		return;
 	}
-	return NULL;
+	/* A retired arena: its last held slot takes it away. */
+	s->state = SLOT_FREE;
+	if (!arena_held(s->arena)) {
+		struct ripc_arena *a = *pp;
+
+		*pp = a->next;
+		arena_unmap(a);
+	}
 }
 
 int ripc__post_slot(struct ripc_tp *t, struct ripc_slot *s)

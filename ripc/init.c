@@ -12,6 +12,7 @@
  * never waits for the library lock (see exit_handler below).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -425,26 +426,41 @@ static bool lock_within(uint64_t ns)
 }
 
 /*
- * Registered with atexit() at the first initialisation.  exit() may run in
- * any thread, also from a signal handler that interrupted a thread inside
- * the library (Debian's libfabric loads libinfinipath, whose handlers for
- * SIGINT, SIGTERM, SIGSEGV... call exit(); see ripc(7) NOTES).  So it
- * never waits for the lock it may itself hold, and never waits long for
- * other threads: it does a full finalize when nobody else is inside the
- * library, a quick teardown (peers see us go; nothing freed) when others
- * are, and nothing at all when the lock cannot be had (then the progress
- * thread is kept out of libfabric by the `exiting` flag it checks).
+ * Registered with on_exit() at the first initialisation.  exit() may run
+ * in any thread, also from a signal handler that interrupted a thread
+ * inside the library: Debian's libfabric loads libinfinipath, whose
+ * handlers for SIGINT, SIGTERM, SIGSEGV... call exit() (see ripc(7)
+ * NOTES).  So this never waits for the lock it may itself hold, and never
+ * waits long for other threads:
+ *
+ *  - the exiting thread was interrupted inside the library (it holds the
+ *    lock, maybe inside libfabric, whose own locks it may hold too):
+ *    nothing can be torn down, and libfabric's destructor, which runs
+ *    after the exit handlers, would wait for a lock this thread holds.
+ *    The exit is completed here: stdio flushed, _exit(status).
+ *  - nobody else is inside the library: the ordinary finalize;
+ *  - others are (asleep in a receive, say): they are woken and given
+ *    200 ms to leave, then a quick teardown closes what peers would notice
+ *    (registrations, endpoints and their /dev/shm files) without freeing
+ *    anything those threads might still hold;
+ *  - the lock cannot be had within 200 ms: nothing is done, and the
+ *    `exiting` flag keeps the progress thread out of libfabric.
  */
-static void exit_handler(void)
+static void exit_handler(int status, void *arg)
 {
 	unsigned mine = ripc__tls_calls;
 	uint64_t deadline;
 
+	(void)arg;
+	exited = true;
+	if (pthread_equal(CTX->lock_owner, pthread_self())) {
+		__atomic_store_n(&CTX->exiting, true, __ATOMIC_RELEASE);
+		fflush(NULL);
+		_exit(status);
+	}
 	if (!__atomic_load_n(&CTX->initialized, __ATOMIC_ACQUIRE))
 		return;
-	exited = true;
-	if (pthread_equal(CTX->lock_owner, pthread_self()) ||
-	    !lock_within(200000000ull)) {
+	if (!lock_within(200000000ull)) {
 		__atomic_store_n(&CTX->exiting, true, __ATOMIC_RELEASE);
 		return;
 	}
@@ -499,7 +515,7 @@ int ripc__ensure_init(void)
 		if (!handlers) {
 			pthread_atfork(atfork_prepare, atfork_parent,
 				       atfork_child);
-			atexit(exit_handler);
+			on_exit(exit_handler, NULL);
 			handlers = true;
 		}
 		err = init_locked();

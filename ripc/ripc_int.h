@@ -165,6 +165,9 @@ struct ripc_arena {
 struct ripc_mem {
 	struct ripc_list lregs;   /* struct ripc_lreg */
 	struct ripc_arena *arenas;
+	/* Arenas kept after finalize because the application still holds
+	 * short items in them: unmapped when the last is freed. */
+	struct ripc_arena *retired;
 	struct ripc_slot *free_slots;
 	size_t nslots;
 	uint64_t pull_mem;        /* library bytes allocated by pulls */
@@ -521,6 +524,8 @@ void ripc__mem_unmap(void);
 struct ripc_slot *ripc__slot_get(void);
 void ripc__slot_put(struct ripc_slot *s);
 struct ripc_slot *ripc__slot_of(const void *p);
+/* ripc_buf_free of a received message's buffer (short_items[0]). */
+void ripc__slot_release_held(struct ripc_slot *s);
 int ripc__post_slot(struct ripc_tp *t, struct ripc_slot *s);
 int ripc__replenish(struct ripc_tp *t);
 void *ripc__desc_for(int tp, const void *p, size_t len);
