@@ -1,0 +1,302 @@
+#!/usr/bin/env bash
+# lifecycle.sh - libripc around finalize, signals, stopped peers, short
+# timeouts and fork (issue 11), over shm and tcp.
+#
+# Usage: lifecycle.sh [-b bindir] [-n runs] [-c cases] [-w wrapper] [prov ...]
+#   -n runs    repetitions of every case (default 20, LC_RUNS)
+#   -c cases   comma-separated subset of: finalize,sigterm,sigint,
+#              stopserver,stopclient,sendexit,fork
+#   -w cmd     prefix for every program (e.g. a TSan environment wrapper)
+#   providers default to "shm tcp"; an absent one is reported as Notrun.
+#
+# Each case starts one server (test/functional/ripc_lifecycle), runs a
+# client mode against it `runs` times while stopping, continuing or
+# signalling one side at random moments, then checks that the server is
+# still healthy and that SIGTERM ends it within a second.  Every process
+# is started in the background, watched by pid and killed by pid; each
+# case has its own registry; /dev/shm regions of killed processes are
+# removed.  Output: a Pass/Fail/Notrun line per case and transport, and
+# last "N passed, N failed".
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+bindir=$here/../functional
+runs=${LC_RUNS:-20}
+cases=finalize,sigterm,sigint,stopserver,stopclient,sendexit,fork
+wrapper=''
+while getopts "b:n:c:w:h" o; do
+	case $o in
+	b) bindir=$OPTARG ;;
+	n) runs=$OPTARG ;;
+	c) cases=$OPTARG ;;
+	w) wrapper=$OPTARG ;;
+	*) sed -n '2,20p' "$0"; exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+providers=${*:-shm tcp}
+bindir=$(cd "$bindir" && pwd)
+prog=$bindir/ripc_lifecycle
+[ -x "$prog" ] || { echo "lifecycle.sh: $prog not built"; exit 2; }
+
+export FI_TCP_IFACE=${FI_TCP_IFACE:-lo}
+export RIPC_TCP_ADDR=${RIPC_TCP_ADDR:-127.0.0.1}
+export RIPC_RESOLVER=0
+# No core files or libinfinipath backtrace files from processes the test
+# kills on purpose; the working directory is the case's own.
+ulimit -c 0
+
+tmp=$(mktemp -d /tmp/ripc-lifecycle.XXXXXX)
+pass=0 fail=0
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do
+		kill -CONT "$p" 2>/dev/null
+		kill -KILL "$p" 2>/dev/null
+	done
+	wait 2>/dev/null
+	[ -n "${LC_KEEP:-}" ] && echo "kept $tmp" || rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+rand() { echo $((RANDOM % ($2 - $1 + 1) + $1)); } # rand lo hi
+
+shm_cleanup() { rm -f "/dev/shm/$1:"* 2>/dev/null; }
+
+# wait_gone pid ms -> 0 if it ended within ms (reaped), else kills it.
+wait_gone() {
+	local pid=$1 limit=$2 t0
+	t0=$(now_ms)
+	while kill -0 "$pid" 2>/dev/null; do
+		# A zombie counts as gone: reap it.
+		if [ "$(ps -o stat= -p "$pid" 2>/dev/null | cut -c1)" = Z ]; then
+			break
+		fi
+		if [ $(($(now_ms) - t0)) -ge "$limit" ]; then
+			kill -CONT "$pid" 2>/dev/null
+			kill -KILL "$pid" 2>/dev/null
+			wait "$pid" 2>/dev/null
+			return 1
+		fi
+		sleep 0.01
+	done
+	wait "$pid" 2>/dev/null
+	return 0
+}
+
+# run_bounded seconds cmd... -> exit status (124 on timeout, killed)
+run_bounded() {
+	local limit=$1 pid rc; shift
+	# shellcheck disable=SC2086
+	$wrapper "$@" &
+	pid=$!
+	pids+=("$pid")
+	if ! wait_gone "$pid" $((limit * 1000)); then
+		shm_cleanup "$pid"
+		return 124
+	fi
+	wait "$pid" 2>/dev/null
+	rc=$?
+	return $rc
+}
+
+start_server() { # dir prov [args] -> sets srv_pid, srv_id (env: senv)
+	local dir=$1 prov=$2; shift 2
+	rm -f "$dir/ready"
+	# shellcheck disable=SC2086
+	(cd "$dir" && exec env "${senv[@]}" $wrapper "$prog" -p "$prov" \
+		-r "$dir/ready" "$@") >"$dir/server.log" 2>&1 &
+	srv_pid=$!
+	pids+=("$srv_pid")
+	for _ in $(seq 1 300); do
+		[ -s "$dir/ready" ] && break
+		kill -0 "$srv_pid" 2>/dev/null || break
+		sleep 0.02
+	done
+	srv_id=$(cat "$dir/ready" 2>/dev/null)
+	[ -n "$srv_id" ]
+}
+
+# The server must still answer, then end within 1 s of SIGTERM.
+finish_server() { # dir prov -> 0 ok
+	local dir=$1 prov=$2 rc=0
+	if ! kill -0 "$srv_pid" 2>/dev/null; then
+		echo "server died"; rc=1
+	elif ! (cd "$dir" && run_bounded 20 "$prog" -p "$prov" -x traffic \
+			-S 300 "$srv_id" >>"$dir/check.log" 2>&1); then
+		echo "server no longer answers"; tail -n 3 "$dir/check.log"; rc=1
+	fi
+	kill -TERM "$srv_pid" 2>/dev/null
+	if ! wait_gone "$srv_pid" 1000; then
+		echo "server still there 1 s after SIGTERM"; rc=1
+	fi
+	shm_cleanup "$srv_pid"
+	return $rc
+}
+
+report() { # name prov rc detail
+	if [ "$3" -eq 0 ]; then
+		printf '%-36s Pass    %s\n' "$1 -p $2:" "$4"
+		pass=$((pass + 1))
+	elif [ "$3" -eq 77 ]; then
+		printf '%-36s Notrun  %s\n' "$1 -p $2:" "$4"
+	else
+		printf '%-36s Fail    %s\n' "$1 -p $2:" "$4"
+		fail=$((fail + 1))
+	fi
+}
+
+# Short timeouts: shorter than the stalls the cases cause.
+short_timeouts=(RIPC_SEND_TIMEOUT_MS=300 RIPC_LONG_TIMEOUT_MS=400
+		RIPC_PULL_TIMEOUT_MS=400 RIPC_RETURN_TIMEOUT_MS=800
+		RIPC_RESOLVE_TIMEOUT_MS=500)
+
+case_finalize() { # dir prov
+	local dir=$1 prov=$2 i
+	for i in $(seq 1 "$runs"); do
+		if ! (cd "$dir" && run_bounded 60 "$prog" -p "$prov" \
+				-x finalize -I 3 "$srv_id") >"$dir/c.$i" 2>&1; then
+			echo "run $i: $(tail -n 2 "$dir/c.$i" | tr '\n' ' ')"
+			return 1
+		fi
+	done
+	echo "$runs runs x 3 finalize races (resolve, receive, ping, long, release)"
+}
+
+case_signal() { # dir prov SIG
+	local dir=$1 prov=$2 sig=$3 i pid t0 dt max=0 btr
+	for i in $(seq 1 "$runs"); do
+		(cd "$dir" && exec $wrapper "$prog" -p "$prov" -x traffic -S 0 \
+			"$srv_id") >"$dir/c.$i" 2>&1 &
+		pid=$!
+		pids+=("$pid")
+		sleep "0.$(printf '%03d' "$(rand 100 600)")"
+		t0=$(now_ms)
+		kill -"$sig" "$pid" 2>/dev/null
+		if ! wait_gone "$pid" 1000; then
+			shm_cleanup "$pid"
+			echo "run $i: still running 1 s after SIG$sig"
+			return 1
+		fi
+		dt=$(($(now_ms) - t0))
+		[ "$dt" -gt "$max" ] && max=$dt
+		shm_cleanup "$pid"
+		btr=$(find "$dir" -maxdepth 1 -name '*.btr' | head -n 1)
+		if [ -n "$btr" ]; then
+			echo "run $i: $btr written"
+			return 1
+		fi
+	done
+	echo "$runs runs, busy process gone at most $max ms after SIG$sig"
+}
+
+# stop one side for a random 300-800 ms, several times during traffic
+case_stop() { # dir prov side
+	local dir=$1 prov=$2 side=$3 i pid victim k
+	for i in $(seq 1 "$runs"); do
+		(cd "$dir" && exec env "${short_timeouts[@]}" \
+			RIPC_LC_TOLERANT=1 $wrapper "$prog" -p "$prov" -x traffic \
+			-S 2500 "$srv_id") >"$dir/c.$i" 2>&1 &
+		pid=$!
+		pids+=("$pid")
+		victim=$srv_pid
+		[ "$side" = client ] && victim=$pid
+		for k in 1 2; do
+			sleep "0.$(printf '%03d' "$(rand 100 400)")"
+			kill -STOP "$victim" 2>/dev/null
+			sleep "0.$(printf '%03d' "$(rand 300 800)")"
+			kill -CONT "$victim" 2>/dev/null
+		done
+		if ! wait_gone "$pid" 30000; then
+			shm_cleanup "$pid"
+			echo "run $i: client hangs"
+			return 1
+		fi
+		wait "$pid"
+		if [ $? -ne 0 ]; then
+			echo "run $i: $(tail -n 2 "$dir/c.$i" | tr '\n' ' ')"
+			return 1
+		fi
+	done
+	echo "$runs runs, $side stopped twice 0.3-0.8 s each (timeouts 0.3-0.8 s), traffic resumed"
+}
+
+case_sendexit() { # dir prov
+	local dir=$1 prov=$2 i
+	for i in $(seq 1 "$runs"); do
+		kill -STOP "$srv_pid"
+		if ! (cd "$dir" && run_bounded 30 env "${short_timeouts[@]}" \
+				"$prog" -p "$prov" -x sendexit -S 200 \
+				"$srv_id") >"$dir/c.$i" 2>&1; then
+			kill -CONT "$srv_pid"
+			echo "run $i: sender: $(tail -n 2 "$dir/c.$i" | tr '\n' ' ')"
+			return 1
+		fi
+		kill -CONT "$srv_pid"
+		sleep 0.05
+		if ! (cd "$dir" && run_bounded 30 "$prog" -p "$prov" -x traffic \
+				-S 150 "$srv_id") >>"$dir/c.$i" 2>&1; then
+			echo "run $i: server unhealthy after the sender left: $(tail -n 2 "$dir/c.$i" | tr '\n' ' ')"
+			return 1
+		fi
+	done
+	echo "$runs runs: sender exited while the receiver was stopped; receiver resumed and served on"
+}
+
+case_fork() { # dir prov
+	local dir=$1 prov=$2 i
+	for i in $(seq 1 "$runs"); do
+		if ! (cd "$dir" && run_bounded 60 "$prog" -p "$prov" -x fork \
+				-I 2 "$srv_id") >"$dir/c.$i" 2>&1; then
+			echo "run $i: $(tail -n 2 "$dir/c.$i" | tr '\n' ' ')"
+			return 1
+		fi
+	done
+	echo "$runs runs x 2 forked children using the library during traffic"
+}
+
+echo "# libripc lifecycle: cases $cases, $runs runs each, providers $providers"
+for prov in $providers; do
+	for c in ${cases//,/ }; do
+		dir=$tmp/$c-$prov
+		mkdir -p "$dir"
+		export RIPC_REGISTRY=$dir/registry
+		srv_args=()
+		[ "$c" = sendexit ] && srv_args=(-x window)
+		senv=()
+		case $c in
+		stopserver|stopclient|sendexit)
+			senv=("${short_timeouts[@]}" RIPC_LC_TOLERANT=1) ;;
+		finalize) senv=(RIPC_LC_TOLERANT=1) ;;
+		esac
+		if ! start_server "$dir" "$prov" "${srv_args[@]}"; then
+			if grep -q "not available" "$dir/server.log"; then
+				report "$c" "$prov" 77 "transport absent"
+			else
+				report "$c" "$prov" 1 "server did not start: $(tail -n 2 "$dir/server.log" | tr '\n' ' ')"
+			fi
+			kill -KILL "$srv_pid" 2>/dev/null
+			continue
+		fi
+		msg=''
+		rc=0
+		case $c in
+		finalize) msg=$(case_finalize "$dir" "$prov") || rc=1 ;;
+		sigterm) msg=$(case_signal "$dir" "$prov" TERM) || rc=1 ;;
+		sigint) msg=$(case_signal "$dir" "$prov" INT) || rc=1 ;;
+		stopserver) msg=$(case_stop "$dir" "$prov" server) || rc=1 ;;
+		stopclient) msg=$(case_stop "$dir" "$prov" client) || rc=1 ;;
+		sendexit) msg=$(case_sendexit "$dir" "$prov") || rc=1 ;;
+		fork) msg=$(case_fork "$dir" "$prov") || rc=1 ;;
+		*) msg="unknown case"; rc=1 ;;
+		esac
+		fmsg=$(finish_server "$dir" "$prov") || rc=1
+		report "$c" "$prov" "$rc" "$msg $fmsg"
+		[ "$rc" -ne 0 ] && tail -n 5 "$dir/server.log" | sed 's/^/    server: /'
+		shm_cleanup "$srv_pid"
+	done
+done
+echo "# ------------------------------------------------------------------"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
