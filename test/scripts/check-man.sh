@@ -11,7 +11,10 @@
 #      reference to a ripc* page anywhere in a page does not resolve;
 #  (d) a variable of the table in ripc/env.c is missing from the
 #      ENVIRONMENT section of ripc(7);
-#  (e) an error code of enum ripc_error is missing from ripc_strerror(3);
+#  (e) an error code of enum ripc_error is missing from ripc_strerror(3),
+#      or the number or the quoted text given there for a code differs from
+#      include/ripc.h and the library's table in ripc/errors.c (what
+#      ripc_strerror() really returns), the fallback text included;
 #  (f) a page is not listed in any Makefile.am / Makefile.inc (so it would
 #      not be installed), or contains characters other than ASCII;
 #  (g) a real page lacks .TH with its own name and section, or a required
@@ -287,8 +290,8 @@ fi
 
 # ---- (e): error codes in ripc_strerror(3) ---------------------------------
 if [ -f "$man/man3/ripc_strerror.3" ]; then
-	plain <"$man/man3/ripc_strerror.3" | tr -c 'A-Za-z0-9_' '\n' \
-		>"$tmp/errdoc"
+	plain <"$man/man3/ripc_strerror.3" >"$tmp/errdoc.plain"
+	tr -c 'A-Za-z0-9_' '\n' <"$tmp/errdoc.plain" >"$tmp/errdoc"
 	codes=$(sed -n '/enum ripc_error/,/}/p' "$tmp/decls" |
 		grep -oE 'enum ripc_error[ \t]*\{[^}]*\}' |
 		grep -oE 'RIPC_(OK|E[A-Z0-9_]*)' | grep -v '^RIPC_ERROR_MAX$')
@@ -297,13 +300,78 @@ if [ -f "$man/man3/ripc_strerror.3" ]; then
 		grep -qx "$c" "$tmp/errdoc" ||
 			fail "man3/ripc_strerror.3: error code $c is not listed"
 	done
+
+	# The page quotes the library's texts: they must be the strings of
+	# ripc/errors.c, byte for byte, so that what a user greps for in the
+	# manual is what the program printed.  Entries of the page look like
+	#   .BR RIPC_EINVAL " (1)"
+	#   \(lqInvalid argument\(rq
+	errc=$top/ripc/errors.c
+	if [ -f "$errc" ]; then
+		sed -n 's/^[ \t]*\[\(RIPC_[A-Z0-9_]*\)\][ \t]*=[ \t]*"\(.*\)",[ \t]*$/\1 \2/p' \
+			"$errc" >"$tmp/errlib"
+		awk '
+			/^\.BR? RIPC_[A-Z0-9_]+ " \([0-9]+\)"/ {
+				code = $2
+				num = $0
+				sub(/^[^(]*\(/, "", num); sub(/\).*$/, "", num)
+				want = 1
+				next
+			}
+			want && /^\\\(lq.*\\\(rq$/ {
+				t = $0
+				sub(/^\\\(lq/, "", t); sub(/\\\(rq$/, "", t)
+				print code, num, t
+			}
+			{ want = 0 }
+		' "$man/man3/ripc_strerror.3" >"$tmp/errman.roff"
+		# Roff escapes (\- and the like) in the quoted texts.
+		: >"$tmp/errman"
+		while read -r c n t; do
+			printf '%s %s %s\n' "$c" "$n" "$(echo "$t" | plain |
+				sed 's/ *$//')" >>"$tmp/errman"
+		done <"$tmp/errman.roff"
+		for c in $codes; do
+			lib=$(sed -n "s/^$c //p" "$tmp/errlib")
+			num=$(grep -oE "$c[ \t]*=[ \t]*[0-9]+" "$tmp/decls" |
+				grep -oE '[0-9]+$')
+			line=$(grep "^$c " "$tmp/errman")
+			if [ -z "$lib" ]; then
+				fail "ripc/errors.c: no text for $c" \
+					"(expected a line [$c] = \"...\",)"
+			elif [ -z "$line" ]; then
+				fail "man3/ripc_strerror.3: $c has no entry" \
+					".BR $c \" ($num)\" followed by" \
+					"\\(lq<text>\\(rq"
+			else
+				mnum=$(echo "$line" | cut -d' ' -f2)
+				mtext=$(echo "$line" | cut -d' ' -f3-)
+				[ "$mnum" = "$num" ] ||
+					fail "man3/ripc_strerror.3: $c is" \
+						"($mnum) there, $num in" \
+						"include/ripc.h"
+				[ "$mtext" = "$lib" ] ||
+					fail "man3/ripc_strerror.3: text of $c" \
+						"is \"$mtext\", the library's" \
+						"(ripc/errors.c) is \"$lib\""
+			fi
+		done
+		unknown=$(sed -n '/ripc_strerror(int/,/^}/s/.*return "\(.*\)";.*/\1/p' \
+			"$errc")
+		[ -n "$unknown" ] && ! grep -qF "$unknown" "$tmp/errdoc.plain" &&
+			fail "man3/ripc_strerror.3: does not quote the text" \
+				"\"$unknown\" for an unknown code (ripc/errors.c)"
+	else
+		fail "ripc/errors.c missing: cannot check the error texts"
+	fi
 fi
 
 if [ $have_groff = no ]; then
 	echo "check-man: groff not found: warnings (b) not checked"
 fi
+ncodes=$(echo ${codes:-} | wc -w)
 echo "check-man: $npages pages, $nfunc functions, $nprog programs," \
-	"$nvars variables, $problems problem(s)"
+	"$nvars variables, $ncodes error codes, $problems problem(s)"
 if [ "$problems" -gt 0 ]; then
 	exit 1
 fi
