@@ -1,12 +1,15 @@
 /*
  * ripc_echo - an echo service and its client: short sends and receives.
  *
- *   ripc_echo server [-i id]        serve service id (default 4100)
+ *   ripc_echo server [-i id] [-v]   serve service id (default 4100) until
+ *                                   SIGINT or SIGTERM, or an empty message
  *   ripc_echo client [-i id] [-n N] send N messages to id, check the echoes
  *   ripc_echo [-n N]                both: fork a server, run the client
  *
- * -p shm|tcp picks the transport (sets RIPC_PROVIDER).  Exit status 0 when
- * every message came back intact.
+ * -p shm|tcp picks the transport (sets RIPC_PROVIDER); -v makes the server
+ * print every message.  Exit status 0 when every message came back intact.
+ * `make install` installs it as a tool (man 1 ripc_echo): the server that
+ * the first program of README.md talks to.
  *
  * The client never learns where the server runs: it sends to a service ID
  * and libripc resolves it (through the host registry here).  The server
@@ -25,25 +28,63 @@
 #include <ripc.h>
 
 #define TIMEOUT_MS 10000 /* give up instead of hanging if the peer died */
+#define STOP_CHECK_MS 500 /* how often the server looks at stop_signal */
 
-static int serve(uint16_t me)
+/* Set by SIGINT and SIGTERM: the server returns from main(), so that the
+ * library's atexit handler (ripc_finalize) releases the service ID and the
+ * transport's resources instead of leaving them to be reclaimed. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig)
 {
+	stop_signal = sig;
+}
+
+static int serve(uint16_t me, int verbose)
+{
+	struct sigaction sa = { .sa_handler = on_stop };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	for (;;) {
 		void **items;
 		uint32_t *sizes;
 		uint16_t n, from;
 		uint8_t err;
 
-		/* Long items are not expected: pass NULL for them. */
-		err = ripc_receive(me, &from, &items, &sizes, &n, NULL, NULL,
-				   NULL);
+		/* Long items are not expected: pass NULL for them.  The
+		 * receive gives up now and then so that a stop signal is
+		 * noticed. */
+		err = ripc_receive_timeout(me, &from, &items, &sizes, &n, NULL,
+					   NULL, NULL, STOP_CHECK_MS);
+		if (stop_signal) {
+			if (err == RIPC_OK && n)
+				ripc_buf_free(items[0]);
+			if (err == RIPC_OK) {
+				free(items);
+				free(sizes);
+			}
+			fprintf(stderr, "server: stopped by signal %d\n",
+				(int)stop_signal);
+			return 0;
+		}
+		if (err == RIPC_ETIMEDOUT || err == RIPC_EINTR)
+			continue;
 		if (err != RIPC_OK) {
 			fprintf(stderr, "server: receive: %s\n",
 				ripc_strerror(err));
 			return 1;
 		}
-		if (n == 0) /* an empty message ends the service */
+		if (n == 0) { /* an empty message ends the service */
+			free(items);
+			free(sizes);
 			return 0;
+		}
+		if (verbose)
+			printf("server: %u item(s) from service %u, first %u "
+			       "bytes: echoed\n",
+			       n, from, sizes[0]);
 		/* Echo the items from where they were received: the send
 		 * copies them, so the buffer can be released right after. */
 		err = ripc_send_short(me, from, items, sizes, n, NULL, NULL, 0);
@@ -120,20 +161,33 @@ static uint16_t register_id(int want)
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 && argv[1][0] != '-' ? argv[1] : "both";
-	int id = 4100, count = 1000, c, status, pfd[2];
+	int id = 4100, count = 1000, verbose = 0, c, status, pfd[2];
 	uint16_t srv;
 	pid_t child;
 
 	if (strcmp(mode, "both"))
 		optind = 2;
-	while ((c = getopt(argc, argv, "i:n:p:")) != -1) {
+	while ((c = getopt(argc, argv, "i:n:p:vh")) != -1) {
 		if (c == 'i')
 			id = atoi(optarg);
 		else if (c == 'n')
 			count = atoi(optarg);
 		else if (c == 'p')
 			setenv("RIPC_PROVIDER", optarg, 1);
-		else
+		else if (c == 'v')
+			verbose = 1;
+		else if (c == 'h') {
+			printf("usage: %s [server|client] [-i id] [-n count] "
+			       "[-p shm|tcp] [-v]\n"
+			       "  server  serve an echo service on id "
+			       "(default 4100) until SIGINT or SIGTERM\n"
+			       "  client  send count messages (default 1000) "
+			       "to id and check the echoes\n"
+			       "  (none)  both, in two processes\n"
+			       "See man 1 ripc_echo.\n",
+			       argv[0]);
+			return 0;
+		} else
 			goto usage;
 	}
 	if (optind != argc || id < 0 || id > RIPC_MAX_SERVICE_ID)
@@ -145,9 +199,11 @@ int main(int argc, char **argv)
 				ripc_strerror(ripc_last_error()));
 			return 1;
 		}
+		/* The ready line: scripts wait for it before they start
+		 * clients. */
 		printf("server: serving %d\n", id);
 		fflush(stdout);
-		return serve((uint16_t)id);
+		return serve((uint16_t)id, verbose);
 	}
 	if (!strcmp(mode, "client"))
 		return client((uint16_t)id, count);
@@ -163,7 +219,7 @@ int main(int argc, char **argv)
 		if (write(pfd[1], &srv, sizeof(srv)) != sizeof(srv) ||
 		    srv == RIPC_INVALID_SERVICE_ID)
 			_exit(1);
-		c = serve(srv);
+		c = serve(srv, 0);
 		ripc_finalize(); /* _exit() skips the atexit handler */
 		_exit(c);
 	}
@@ -183,7 +239,8 @@ int main(int argc, char **argv)
 	return c;
 usage:
 	fprintf(stderr,
-		"usage: %s [server|client] [-i id] [-n count] [-p shm|tcp]\n",
+		"usage: %s [server|client] [-i id] [-n count] [-p shm|tcp] "
+		"[-v] [-h]\n",
 		argv[0]);
 	return 2;
 }

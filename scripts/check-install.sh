@@ -10,8 +10,8 @@
 #   1. configure a fresh build with --prefix in the temporary directory,
 #      build, `make install`;
 #   2. check that ripc.h, libripc.so with its soname, libripc.a, libripc.pc,
-#      ripc_info, every man page of man/ and the example sources are in
-#      place, that the library exports only ripc_* symbols, and that the
+#      ripc_info, ripc_echo, every man page of man/ and the example sources
+#      are in place, that the library exports only ripc_* symbols, and that the
 #      installed header compiles on its own as C and C++;
 #   3. build example programs from the *installed* sources against the
 #      *installed* library with `pkg-config --cflags --libs libripc`
@@ -168,6 +168,11 @@ run "ripc_info runs and finds a transport" sh -c \
 	"'$prefix/bin/ripc_info' | grep -q 'status: available'"
 run "ripc_info -e lists the variables" sh -c \
 	"'$prefix/bin/ripc_info' -e | grep -q '^env.RIPC_PROVIDER.default:'"
+# The echo server that the first program of README.md talks to (the
+# README itself is checked by test/scripts/check-readme.sh).
+expect "bin/ripc_echo installed" -x "$prefix/bin/ripc_echo"
+run "the installed ripc_echo runs (server and client)" \
+	env LD_LIBRARY_PATH="$lib" timeout 120 "$prefix/bin/ripc_echo" -n 50
 
 missing=
 npages=0

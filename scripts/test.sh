@@ -11,6 +11,9 @@
 #   2b. fault scenarios: restart, move, dead peers (test/scripts/faults.sh);
 #   2c. make install, a program built against the installed library with
 #      pkg-config, make distcheck (scripts/check-install.sh);
+#   2d. README.md as written, in a fresh clone of the committed tree:
+#      setup.sh, the first program built with the README's pkg-config line
+#      and run against the server it names (test/scripts/check-readme.sh);
 #   3. both again under AddressSanitizer + UndefinedBehaviorSanitizer in
 #      ./build-asan; the fuzz targets for 30 s each; the conformance suite
 #      under valgrind memcheck (./build-vg).
@@ -93,6 +96,19 @@ run_install() {
 	tally "install and distcheck" "$p" "$f"
 }
 run_install
+
+# The README as a newcomer follows it: its first command in a fresh clone,
+# its first program compiled and run as it says.
+run_readme() {
+	local out=$log/readme p f
+	test/scripts/check-readme.sh >"$out" 2>&1
+	grep -E '^(FAIL|check-readme: note)' "$out" || true
+	p=$(tail -n 1 "$out" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p')
+	f=$(tail -n 1 "$out" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p')
+	[ -z "$p" ] && { tail -n 20 "$out"; p=0; f=1; }
+	tally "README as written" "$p" "$f"
+}
+run_readme
 
 # The decoders of untrusted input under libFuzzer (ASan+UBSan), 30 s each.
 run_fuzz() {

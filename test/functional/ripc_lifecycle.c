@@ -21,7 +21,7 @@
  *             a documented code, every thread must come back within 5 s;
  *             then the library is used again (init after finalize).
  *   traffic   ping, long and return-buffer requests for -S milliseconds
- *             (until SIGTERM/SIGINT if -S is 0).  With RIPC_LC_TOLERANT=1
+ *             (until SIGTERM/SIGINT if -S is 0).  With RIPC_TEST_LC_TOLERANT=1
  *             (the peer is stopped at times, timeouts shorter than the
  *             stall) calls may fail with documented codes, but the last
  *             requests must succeed again: traffic resumes.
@@ -505,8 +505,8 @@ int main(int argc, char **argv)
 	uint16_t me;
 
 	ft_init(argc, argv, "ripc_lifecycle", 10, 2000);
-	tolerant = getenv("RIPC_LC_TOLERANT") &&
-		   !strcmp(getenv("RIPC_LC_TOLERANT"), "1");
+	tolerant = getenv("RIPC_TEST_LC_TOLERANT") &&
+		   !strcmp(getenv("RIPC_TEST_LC_TOLERANT"), "1");
 	ft_lib_init();
 	if (ft.server)
 		return server();
@@ -521,7 +521,7 @@ int main(int argc, char **argv)
 		return fork_during_traffic(me, ft.iterations);
 	/* traffic; -S 0: until a signal, with the process's handlers left
 	 * as they are (the test is about them) unless asked otherwise. */
-	if (getenv("RIPC_LC_CATCH")) {
+	if (getenv("RIPC_TEST_LC_CATCH")) {
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_handler = on_stop_signal;
 		sigaction(SIGTERM, &sa, NULL);

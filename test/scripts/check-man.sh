@@ -11,7 +11,10 @@
 #      reference to a ripc* page anywhere in a page does not resolve;
 #  (d) a variable of the table in ripc/env.c is missing from the
 #      ENVIRONMENT section of ripc(7);
-#  (e) an error code of enum ripc_error is missing from ripc_strerror(3);
+#  (e) an error code of enum ripc_error is missing from ripc_strerror(3),
+#      or the number or the quoted text given there for a code differs from
+#      include/ripc.h and the library's table in ripc/errors.c (what
+#      ripc_strerror() really returns), the fallback text included;
 #  (f) a page is not listed in any Makefile.am / Makefile.inc (so it would
 #      not be installed), or contains characters other than ASCII;
 #  (g) a real page lacks .TH with its own name and section, or a required
@@ -19,7 +22,14 @@
 #      RETURN VALUE; in man1 also SYNOPSIS and OPTIONS);
 #  (h) an installed program (bin_PROGRAMS in a Makefile.am / Makefile.inc)
 #      has no page man/man1/<program>.1, or a page in man1 documents no
-#      installed program.
+#      installed program;
+#  (i) the return conventions disagree: man/return-conventions.txt (the one
+#      authoritative table) must list every function of include/ripc.h and
+#      libripc.map once, with a convention it defines; the table in RETURN
+#      CONVENTIONS of ripc(7) must have one row per convention, its phrase
+#      and exactly its functions; and the RETURN VALUE section of each
+#      function's page must have a sentence that names the function, as
+#      "f()", and holds the phrase of its convention.
 #
 # The sources are found from this script's location (or $RIPC_SRCDIR), so it
 # works from a separate build directory.  Exit status: 0 ok, 1 problems,
@@ -73,15 +83,19 @@ section() {
 	' "$1"
 }
 
-# Plain text of roff source on stdin: comments dropped, macro names, font
-# changes and escapes removed, everything on one line.
-plain() {
+# Plain text of roff source on stdin, line by line: comments dropped, macro
+# names, font changes and escapes removed.
+plain_lines() {
 	sed -e '/^[.'"'"']\\"/d' \
 	    -e 's/\\f\[[^]]*\]//g' -e 's/\\f(..//g' -e 's/\\f.//g' \
 	    -e 's/\\(..//g' -e 's/\\\[[^]]*\]//g' -e 's/\\[&%|^]//g' \
 	    -e 's/\\-/-/g' -e 's/\\e/\\/g' \
-	    -e 's/^[.'"'"'][A-Za-z]*[ \t]*//' -e 's/"//g' |
-		tr '\n' ' '
+	    -e 's/^[.'"'"'][A-Za-z]*[ \t]*//' -e 's/"//g'
+}
+
+# The same, everything on one line.
+plain() {
+	plain_lines | tr '\n' ' '
 }
 
 # Name(section) references in plain text on stdin, one "name section" a line.
@@ -287,8 +301,8 @@ fi
 
 # ---- (e): error codes in ripc_strerror(3) ---------------------------------
 if [ -f "$man/man3/ripc_strerror.3" ]; then
-	plain <"$man/man3/ripc_strerror.3" | tr -c 'A-Za-z0-9_' '\n' \
-		>"$tmp/errdoc"
+	plain <"$man/man3/ripc_strerror.3" >"$tmp/errdoc.plain"
+	tr -c 'A-Za-z0-9_' '\n' <"$tmp/errdoc.plain" >"$tmp/errdoc"
 	codes=$(sed -n '/enum ripc_error/,/}/p' "$tmp/decls" |
 		grep -oE 'enum ripc_error[ \t]*\{[^}]*\}' |
 		grep -oE 'RIPC_(OK|E[A-Z0-9_]*)' | grep -v '^RIPC_ERROR_MAX$')
@@ -297,13 +311,252 @@ if [ -f "$man/man3/ripc_strerror.3" ]; then
 		grep -qx "$c" "$tmp/errdoc" ||
 			fail "man3/ripc_strerror.3: error code $c is not listed"
 	done
+
+	# The page quotes the library's texts: they must be the strings of
+	# ripc/errors.c, byte for byte, so that what a user greps for in the
+	# manual is what the program printed.  Entries of the page look like
+	#   .BR RIPC_EINVAL " (1)"
+	#   \(lqInvalid argument\(rq
+	errc=$top/ripc/errors.c
+	if [ -f "$errc" ]; then
+		sed -n 's/^[ \t]*\[\(RIPC_[A-Z0-9_]*\)\][ \t]*=[ \t]*"\(.*\)",[ \t]*$/\1 \2/p' \
+			"$errc" >"$tmp/errlib"
+		awk '
+			/^\.BR? RIPC_[A-Z0-9_]+ " \([0-9]+\)"/ {
+				code = $2
+				num = $0
+				sub(/^[^(]*\(/, "", num); sub(/\).*$/, "", num)
+				want = 1
+				next
+			}
+			want && /^\\\(lq.*\\\(rq$/ {
+				t = $0
+				sub(/^\\\(lq/, "", t); sub(/\\\(rq$/, "", t)
+				print code, num, t
+			}
+			{ want = 0 }
+		' "$man/man3/ripc_strerror.3" >"$tmp/errman.roff"
+		# Roff escapes (\- and the like) in the quoted texts.
+		: >"$tmp/errman"
+		while read -r c n t; do
+			printf '%s %s %s\n' "$c" "$n" "$(echo "$t" | plain |
+				sed 's/ *$//')" >>"$tmp/errman"
+		done <"$tmp/errman.roff"
+		for c in $codes; do
+			lib=$(sed -n "s/^$c //p" "$tmp/errlib")
+			num=$(grep -oE "$c[ \t]*=[ \t]*[0-9]+" "$tmp/decls" |
+				grep -oE '[0-9]+$')
+			line=$(grep "^$c " "$tmp/errman")
+			if [ -z "$lib" ]; then
+				fail "ripc/errors.c: no text for $c" \
+					"(expected a line [$c] = \"...\",)"
+			elif [ -z "$line" ]; then
+				fail "man3/ripc_strerror.3: $c has no entry" \
+					".BR $c \" ($num)\" followed by" \
+					"\\(lq<text>\\(rq"
+			else
+				mnum=$(echo "$line" | cut -d' ' -f2)
+				mtext=$(echo "$line" | cut -d' ' -f3-)
+				[ "$mnum" = "$num" ] ||
+					fail "man3/ripc_strerror.3: $c is" \
+						"($mnum) there, $num in" \
+						"include/ripc.h"
+				[ "$mtext" = "$lib" ] ||
+					fail "man3/ripc_strerror.3: text of $c" \
+						"is \"$mtext\", the library's" \
+						"(ripc/errors.c) is \"$lib\""
+			fi
+		done
+		unknown=$(sed -n '/ripc_strerror(int/,/^}/s/.*return "\(.*\)";.*/\1/p' \
+			"$errc")
+		[ -n "$unknown" ] && ! grep -qF "$unknown" "$tmp/errdoc.plain" &&
+			fail "man3/ripc_strerror.3: does not quote the text" \
+				"\"$unknown\" for an unknown code (ripc/errors.c)"
+	else
+		fail "ripc/errors.c missing: cannot check the error texts"
+	fi
+fi
+
+# ---- (i): return conventions ----------------------------------------------
+conv=$man/return-conventions.txt
+nconv=0
+if [ ! -f "$conv" ]; then
+	fail "man/return-conventions.txt missing: cannot check return conventions"
+else
+	# "name<TAB>phrase" and "function<TAB>name", comments and blanks gone.
+	sed -e 's/#.*//' -e 's/[ \t]*$//' "$conv" | grep -v '^[ \t]*$' |
+		grep '^=' | sed -E 's/^=[ \t]+([a-z0-9_]+)[ \t]+/\1	/' \
+		>"$tmp/conv.defs"
+	sed -e 's/#.*//' -e 's/[ \t]*$//' "$conv" | grep -v '^[ \t]*$' |
+		grep -v '^=' | sed -E 's/^([^ \t]+)[ \t]+/\1	/' \
+		>"$tmp/conv.funcs"
+	nconv=$(wc -l <"$tmp/conv.defs")
+	phrase_of() { # <convention>
+		awk -F'\t' -v c="$1" '$1 == c { print $2 }' "$tmp/conv.defs"
+	}
+	cut -f1 "$tmp/conv.defs" | sort | uniq -d | while read -r c; do
+		echo "$c"
+	done >"$tmp/conv.dup"
+	while read -r c; do
+		fail "return-conventions.txt: convention $c defined twice"
+	done <"$tmp/conv.dup"
+	cut -f1 "$tmp/conv.funcs" | sort | uniq -d >"$tmp/conv.dup"
+	while read -r f; do
+		fail "return-conventions.txt: $f listed twice"
+	done <"$tmp/conv.dup"
+	while IFS='	' read -r f c; do
+		[ -n "$(phrase_of "$c")" ] ||
+			fail "return-conventions.txt: $f has convention '$c'," \
+				"which is not defined (no line '= $c ...')"
+	done <"$tmp/conv.funcs"
+	while IFS='	' read -r c p; do
+		grep -q "	$c\$" "$tmp/conv.funcs" ||
+			fail "return-conventions.txt: no function has" \
+				"convention $c"
+	done <"$tmp/conv.defs"
+
+	# Every exported function is listed, and only those.
+	cut -f1 "$tmp/conv.funcs" | sort -u >"$tmp/conv.names"
+	echo "$functions" | tr ' ' '\n' | grep . | sort -u >"$tmp/hdr.names"
+	comm -23 "$tmp/hdr.names" "$tmp/conv.names" | while read -r f; do
+		echo "check-man: return-conventions.txt: $f (include/ripc.h)" \
+			"is not listed"
+	done >"$tmp/conv.out"
+	comm -13 "$tmp/hdr.names" "$tmp/conv.names" | while read -r f; do
+		echo "check-man: return-conventions.txt: $f is not declared" \
+			"in include/ripc.h"
+	done >>"$tmp/conv.out"
+	if [ -f "$top/libripc.map" ]; then
+		sed -n '/global:/,/local:/p' "$top/libripc.map" |
+			grep -oE 'ripc_[a-z0-9_]+' | sort -u >"$tmp/map.names"
+		comm -23 "$tmp/map.names" "$tmp/conv.names" | while read -r f; do
+			echo "check-man: return-conventions.txt: $f" \
+				"(exported by libripc.map) is not listed"
+		done >>"$tmp/conv.out"
+	fi
+	if [ -s "$tmp/conv.out" ]; then
+		cat "$tmp/conv.out"
+		problems=$((problems + $(wc -l <"$tmp/conv.out")))
+	fi
+
+	# The table of ripc(7): rows of tab-separated cells between .TS and
+	# .TE, a cell being either text or a T{ ... T} block.  Printed as
+	# "phrase<TAB>functions" in plain text; the header, rules and empty
+	# rows are left out.
+	section "$man/man7/ripc.7" "RETURN CONVENTIONS" | awk '
+		function flush(  i, out, empty) {
+			empty = 1
+			for (i = 1; i <= nc; i++)
+				if (cells[i] != "" && cells[i] != "_")
+					empty = 0
+			if (!empty) {
+				out = cells[1]
+				for (i = 2; i <= nc; i++)
+					out = out "\t" cells[i]
+				print out
+			}
+			nc = 0
+		}
+		/^\.TS/ { tbl = 1; fmt = 1; nc = 0; next }
+		/^\.TE/ { tbl = 0; next }
+		!tbl { next }
+		fmt { if ($0 ~ /\.[ \t]*$/) fmt = 0; next }
+		{
+			line = $0
+			if (block) {
+				if (line !~ /^T}/) {
+					text = text (text == "" ? "" : " ") line
+					next
+				}
+				cells[++nc] = text
+				block = 0
+				line = substr(line, 3)
+				if (line == "") { flush(); next }
+				sub(/^\t/, "", line)
+			}
+			n = split(line, f, "\t")
+			for (i = 1; i <= n; i++) {
+				if (f[i] == "T{" && i == n) {
+					block = 1
+					text = ""
+					next
+				}
+				cells[++nc] = f[i]
+			}
+			flush()
+		}' | plain_lines | sed -e 's/  */ /g' -e 's/^ //' -e 's/ *	 */	/g' |
+		grep -v '^Returns	' >"$tmp/conv.table"
+	[ -s "$tmp/conv.table" ] ||
+		fail "man7/ripc.7: no table (.TS/.TE) in RETURN CONVENTIONS"
+	cut -f1 "$tmp/conv.table" | sort | uniq -d >"$tmp/conv.dup"
+	while read -r p; do
+		fail "man7/ripc.7: RETURN CONVENTIONS has two rows '$p'"
+	done <"$tmp/conv.dup"
+	while IFS='	' read -r c p; do
+		row=$(awk -F'\t' -v p="$p" '$1 == p { print $2 }' \
+			"$tmp/conv.table")
+		want=$(awk -F'\t' -v c="$c" '$2 == c { print $1 }' \
+			"$tmp/conv.funcs" | sort -u | tr '\n' ' ')
+		if [ -z "$row" ]; then
+			fail "man7/ripc.7: RETURN CONVENTIONS has no row '$p'" \
+				"(convention $c: $want)"
+			continue
+		fi
+		have=$(echo "$row" | grep -oE 'ripc_[a-z0-9_]+' | sort -u |
+			tr '\n' ' ')
+		for f in $want; do
+			case " $have" in
+			*" $f "*) ;;
+			*) fail "man7/ripc.7: RETURN CONVENTIONS row '$p'" \
+				"lacks $f (return-conventions.txt)" ;;
+			esac
+		done
+		for f in $have; do
+			case " $want" in
+			*" $f "*) ;;
+			*) fail "man7/ripc.7: RETURN CONVENTIONS row '$p'" \
+				"names $f, whose convention is not $c" \
+				"(return-conventions.txt)" ;;
+			esac
+		done
+	done <"$tmp/conv.defs"
+	cut -f1 "$tmp/conv.table" | while read -r p; do
+		cut -f2 "$tmp/conv.defs" | grep -qxF "$p" ||
+			echo "check-man: man7/ripc.7: RETURN CONVENTIONS row" \
+				"'$p' is not a convention of return-conventions.txt"
+	done >"$tmp/conv.out"
+	if [ -s "$tmp/conv.out" ]; then
+		cat "$tmp/conv.out"
+		problems=$((problems + $(wc -l <"$tmp/conv.out")))
+	fi
+
+	# Each function's page: a sentence of RETURN VALUE that names f() and
+	# holds the phrase.
+	while IFS='	' read -r f c; do
+		p=$(phrase_of "$c")
+		[ -n "$p" ] || continue # reported above
+		page=$man/man3/$f.3
+		[ -f "$page" ] || continue # reported by (a)
+		target=$(alias_target "$page")
+		[ -n "$target" ] && page=$man/$target
+		[ -f "$page" ] || continue
+		section "$page" "RETURN VALUE" | plain |
+			sed -e 's/  */ /g' -e 's/ ()/()/g' -e 's/\. /.\n/g' |
+			grep -F "$f()" >"$tmp/rv"
+		grep -qF "$p" "$tmp/rv" ||
+			fail "${page#"$man"/}: RETURN VALUE has no sentence" \
+				"saying '$f() return(s) $p' (convention $c of" \
+				"man/return-conventions.txt)"
+	done <"$tmp/conv.funcs"
 fi
 
 if [ $have_groff = no ]; then
 	echo "check-man: groff not found: warnings (b) not checked"
 fi
+ncodes=$(echo ${codes:-} | wc -w)
 echo "check-man: $npages pages, $nfunc functions, $nprog programs," \
-	"$nvars variables, $problems problem(s)"
+	"$nvars variables, $ncodes error codes, $nconv return conventions," \
+	"$problems problem(s)"
 if [ "$problems" -gt 0 ]; then
 	exit 1
 fi

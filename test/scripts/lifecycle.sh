@@ -196,7 +196,7 @@ case_stop() { # dir prov side
 	local dir=$1 prov=$2 side=$3 i pid victim k
 	for i in $(seq 1 "$runs"); do
 		(cd "$dir" && exec env "${short_timeouts[@]}" \
-			RIPC_LC_TOLERANT=1 $wrapper "$prog" -p "$prov" -x traffic \
+			RIPC_TEST_LC_TOLERANT=1 $wrapper "$prog" -p "$prov" -x traffic \
 			-S 2500 "$srv_id") >"$dir/c.$i" 2>&1 &
 		pid=$!
 		pids+=("$pid")
@@ -267,8 +267,8 @@ for prov in $providers; do
 		senv=()
 		case $c in
 		stopserver|stopclient|sendexit)
-			senv=("${short_timeouts[@]}" RIPC_LC_TOLERANT=1) ;;
-		finalize) senv=(RIPC_LC_TOLERANT=1) ;;
+			senv=("${short_timeouts[@]}" RIPC_TEST_LC_TOLERANT=1) ;;
+		finalize) senv=(RIPC_TEST_LC_TOLERANT=1) ;;
 		esac
 		if ! start_server "$dir" "$prov" "${srv_args[@]}"; then
 			if grep -q "not available" "$dir/server.log"; then
