@@ -262,6 +262,7 @@ static int lists_init(void)
 {
 	ripc_list_init(&CTX->windows);
 	ripc_list_init(&CTX->tx.queue);
+	ripc_list_init(&CTX->tx.done);
 	ripc_list_init(&CTX->ex.live);
 	ripc_list_init(&CTX->ex.waiters);
 	ripc_list_init(&CTX->rb.grants);
@@ -421,7 +422,7 @@ static bool lock_within(uint64_t ns)
 	}
 	if (pthread_mutex_timedlock(&CTX->lock, &ts))
 		return false;
-	CTX->lock_owner = pthread_self();
+	__atomic_store_n(&CTX->lock_owner, pthread_self(), __ATOMIC_RELAXED);
 	return true;
 }
 
@@ -453,7 +454,7 @@ static void exit_handler(int status, void *arg)
 
 	(void)arg;
 	exited = true;
-	if (pthread_equal(CTX->lock_owner, pthread_self())) {
+	if (ripc__lock_is_mine()) {
 		__atomic_store_n(&CTX->exiting, true, __ATOMIC_RELEASE);
 		fflush(NULL);
 		_exit(status);
@@ -567,9 +568,11 @@ void ripc__lifecycle_fini(bool exiting)
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000;
 		}
-		CTX->lock_owner = 0;
+		__atomic_store_n(&CTX->lock_owner, (pthread_t)0,
+				 __ATOMIC_RELAXED);
 		pthread_cond_timedwait(&CTX->idle, &CTX->lock, &ts);
-		CTX->lock_owner = pthread_self();
+		__atomic_store_n(&CTX->lock_owner, pthread_self(),
+				 __ATOMIC_RELAXED);
 		wake_all();
 	}
 	ripc__unlock();

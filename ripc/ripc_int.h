@@ -324,7 +324,7 @@ struct ripc_pull_state {
  * order, per peer.  A waiting caller owns it (waiter set) and frees it;
  * otherwise (detached) the queue frees it when it leaves. */
 struct ripc_txreq {
-	struct ripc_list link;   /* tx.queue, oldest first */
+	struct ripc_list link;   /* tx.queue (oldest first), then tx.done */
 	struct ripc_peer *peer;  /* held */
 	struct ripc_slot *slot;  /* the encoded message */
 	size_t len;
@@ -338,6 +338,7 @@ enum { TXR_QUEUED = 1, TXR_SENT, TXR_FAILED };
 
 struct ripc_txq {
 	struct ripc_list queue;  /* struct ripc_txreq */
+	struct ripc_list done;   /* left the queue, its waiter not yet back */
 	unsigned n;
 	uint32_t flush_gen;
 };
@@ -495,15 +496,23 @@ int ripc__ensure_init(void);
 void ripc__lifecycle_fini(bool exiting);
 void ripc__load_config(void);
 
+/* lock_owner is read without the lock by the exit path (is the exiting
+ * thread the one inside the library?): atomic. */
 static inline void ripc__lock(void)
 {
 	pthread_mutex_lock(&CTX->lock);
-	CTX->lock_owner = pthread_self();
+	__atomic_store_n(&CTX->lock_owner, pthread_self(), __ATOMIC_RELAXED);
 }
 static inline void ripc__unlock(void)
 {
-	CTX->lock_owner = 0;
+	__atomic_store_n(&CTX->lock_owner, (pthread_t)0, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&CTX->lock);
+}
+static inline bool ripc__lock_is_mine(void)
+{
+	return pthread_equal(__atomic_load_n(&CTX->lock_owner,
+					     __ATOMIC_RELAXED),
+			     pthread_self());
 }
 
 /* ---- the engine (progress.c) ---------------------------------------- */

@@ -150,6 +150,10 @@ static void leave(struct ripc_txreq *r, uint8_t state, int err)
 			ripc__expose_end(e, RIPC_EPEER, r->waiter != NULL);
 	}
 	if (r->waiter) {
+		/* Still listed, so that its owner is always the context
+		 * (a forked child's copy included), until the waiter frees
+		 * it. */
+		ripc_list_add_tail(&CTX->tx.done, &r->link);
 		ripc__waiter_wake(r->waiter);
 		return;
 	}
@@ -159,6 +163,7 @@ static void leave(struct ripc_txreq *r, uint8_t state, int err)
 
 void ripc__tx_free(struct ripc_txreq *r)
 {
+	ripc_list_del(&r->link);
 	ripc__peer_put(r->peer);
 	free(r);
 }

@@ -9,13 +9,18 @@
 #      (verbs reports Notrun where no RDMA device exists), and again over
 #      shm and tcp with verbs' memory-registration rules emulated;
 #   2b. fault scenarios: restart, move, dead peers (test/scripts/faults.sh);
+#      the lifecycle suite: finalize races, SIGTERM/SIGINT, stopped peers,
+#      short timeouts, fork (test/scripts/lifecycle.sh); the event-loop
+#      example over shm and tcp;
 #   2c. make install, a program built against the installed library with
 #      pkg-config, make distcheck (scripts/check-install.sh);
 #   2d. README.md as written, in a fresh clone of the committed tree:
 #      setup.sh, the first program built with the README's pkg-config line
 #      and run against the server it names (test/scripts/check-readme.sh);
-#   3. both again under AddressSanitizer + UndefinedBehaviorSanitizer in
-#      ./build-asan; the fuzz targets for 30 s each; the conformance suite
+#   3. make check, the conformance suite and the lifecycle suite under
+#      AddressSanitizer + UndefinedBehaviorSanitizer in ./build-asan; the
+#      unit tests and the lifecycle suite under ThreadSanitizer in
+#      ./build-tsan; the fuzz targets for 30 s each; the conformance suite
 #      under valgrind memcheck (./build-vg).
 # Environment: RIPC_TEST_QUICK=1 skips the sanitizer pass.
 set -uo pipefail
@@ -85,6 +90,38 @@ run_faults() { # <builddir> <label>
 }
 run_faults build default
 
+# A script that ends with "N passed, N failed": tally it.
+run_counted() { # <label> <command...>
+	local label=$1 out=$log/counted.$RANDOM p f; shift
+	"$@" >"$out" 2>&1
+	grep -E 'Fail|FAIL' "$out" | head -n 20 || true
+	p=$(tail -n 1 "$out" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p')
+	f=$(tail -n 1 "$out" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p')
+	[ -z "$p" ] && { tail -n 20 "$out"; p=0; f=1; }
+	tally "$label" "$p" "$f"
+}
+
+# Finalize racing other threads, SIGTERM/SIGINT, stopped peers with short
+# timeouts, a sender that exits while its receiver is stopped, fork during
+# traffic: every case 20 times over shm and tcp.
+run_counted "lifecycle (shm tcp, 20 runs a case)" \
+	test/scripts/lifecycle.sh -b build/test/functional -n 20 shm tcp
+
+# The event-loop example (messages, release events, a timerfd) as a user
+# would run it.
+run_example() { # <prov>
+	local out=$log/evloop.$1
+	if RIPC_REGISTRY=$log/evloop.$1.reg timeout 120 \
+		build/examples/ripc_evloop -p "$1" -n 40 >"$out" 2>&1; then
+		tally "example ripc_evloop -p $1" 1 0
+	else
+		tail -n 5 "$out"
+		tally "example ripc_evloop -p $1" 0 1
+	fi
+}
+run_example shm
+run_example tcp
+
 # make install, pkg-config against the installed library, make distcheck.
 run_install() {
 	local out=$log/install p f
@@ -143,6 +180,32 @@ if [ "${RIPC_TEST_QUICK:-0}" != 1 ]; then
 	export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$top/test/lsan.supp:print_suppressions=0}
 	run_make_check build-asan asan
 	run_suite build-asan asan shm tcp
+	run_counted "asan: lifecycle (shm tcp, 5 runs a case)" \
+		test/scripts/lifecycle.sh -b build-asan/test/functional -n 5 \
+		shm tcp
+
+	# ThreadSanitizer: the unit tests (built against test/unit/crshim,
+	# since Criterion cannot run under TSan) and the lifecycle cases but
+	# fork (TSan does not support threads in a child forked from a
+	# multi-threaded process).  Suppressions, each with its reason, in
+	# test/tsan.supp.
+	mkdir -p build-tsan
+	if [ ! -f build-tsan/Makefile ] || [ configure -nt build-tsan/Makefile ]; then
+		(cd build-tsan && ../configure -q --enable-sanitizers=thread \
+			--disable-shared) >"$log/tsan.configure" 2>&1 ||
+			{ cat "$log/tsan.configure"; exit 1; }
+	fi
+	(
+		unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
+		export TSAN_OPTIONS="halt_on_error=0 exitcode=66 die_after_fork=0 report_signal_unsafe=0 suppressions=$top/test/tsan.supp"
+		run_make_check build-tsan tsan
+		run_counted "tsan: lifecycle (shm tcp, 5 runs a case)" \
+			test/scripts/lifecycle.sh -b build-tsan/test/functional \
+			-n 5 -c finalize,sigterm,sigint,stopserver,stopclient,sendexit \
+			shm tcp
+		echo "$total_pass $total_fail" >"$log/tsan.totals"
+	)
+	read -r total_pass total_fail <"$log/tsan.totals"
 fi
 
 echo "$total_pass passed, $total_fail failed"

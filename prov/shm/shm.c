@@ -101,9 +101,15 @@ static void wd_check(uintptr_t start, int name_pid, uint64_t now)
 	uintptr_t base;
 	bool own = name_pid == getpid();
 
-	memcpy(&pid, r + SMR117_PID_OFF, sizeof(pid));
-	memcpy(&base, r + SMR117_BASE_OFF, sizeof(base));
-	if (r[0] != SMR117_VERSION || pid != name_pid || (own && base != start))
+	/* Written by other processes (and by libfabric in this one) while
+	 * we look: read as relaxed atomics; the layout check copes with any
+	 * value. */
+	pid = __atomic_load_n((const int *)(r + SMR117_PID_OFF),
+			      __ATOMIC_RELAXED);
+	base = __atomic_load_n((const uintptr_t *)(r + SMR117_BASE_OFF),
+			       __ATOMIC_RELAXED);
+	if (__atomic_load_n(r, __ATOMIC_RELAXED) != SMR117_VERSION ||
+	    pid != name_pid || (own && base != start))
 		return; /* not a layout we know: hands off */
 	lock = (pthread_spinlock_t *)(uintptr_t)(start + SMR117_LOCK_OFF);
 	if (!(w = wd_slot(start)))

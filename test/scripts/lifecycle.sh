@@ -6,7 +6,8 @@
 #   -n runs    repetitions of every case (default 20, LC_RUNS)
 #   -c cases   comma-separated subset of: finalize,sigterm,sigint,
 #              stopserver,stopclient,sendexit,fork
-#   -w cmd     prefix for every program (e.g. a TSan environment wrapper)
+#   -w cmd     prefix for every program (e.g. valgrind-suite.sh --exec)
+#   LC_SLOW    multiply every time limit by this (default 1; valgrind: 10)
 #   providers default to "shm tcp"; an absent one is reported as Notrun.
 #
 # Each case starts one server (test/functional/ripc_lifecycle), runs a
@@ -22,6 +23,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 bindir=$here/../functional
 runs=${LC_RUNS:-20}
+slow=${LC_SLOW:-1}
 cases=finalize,sigterm,sigint,stopserver,stopclient,sendexit,fork
 wrapper=''
 while getopts "b:n:c:w:h" o; do
@@ -92,7 +94,7 @@ run_bounded() {
 	$wrapper "$@" &
 	pid=$!
 	pids+=("$pid")
-	if ! wait_gone "$pid" $((limit * 1000)); then
+	if ! wait_gone "$pid" $((limit * 1000 * slow)); then
 		shm_cleanup "$pid"
 		return 124
 	fi
@@ -109,7 +111,7 @@ start_server() { # dir prov [args] -> sets srv_pid, srv_id (env: senv)
 		-r "$dir/ready" "$@") >"$dir/server.log" 2>&1 &
 	srv_pid=$!
 	pids+=("$srv_pid")
-	for _ in $(seq 1 300); do
+	for _ in $(seq 1 $((300 * slow))); do
 		[ -s "$dir/ready" ] && break
 		kill -0 "$srv_pid" 2>/dev/null || break
 		sleep 0.02
@@ -128,8 +130,8 @@ finish_server() { # dir prov -> 0 ok
 		echo "server no longer answers"; tail -n 3 "$dir/check.log"; rc=1
 	fi
 	kill -TERM "$srv_pid" 2>/dev/null
-	if ! wait_gone "$srv_pid" 1000; then
-		echo "server still there 1 s after SIGTERM"; rc=1
+	if ! wait_gone "$srv_pid" $((1000 * slow)); then
+		echo "server still there $slow s after SIGTERM"; rc=1
 	fi
 	shm_cleanup "$srv_pid"
 	return $rc
@@ -208,7 +210,7 @@ case_stop() { # dir prov side
 			sleep "0.$(printf '%03d' "$(rand 300 800)")"
 			kill -CONT "$victim" 2>/dev/null
 		done
-		if ! wait_gone "$pid" 30000; then
+		if ! wait_gone "$pid" $((30000 * slow)); then
 			shm_cleanup "$pid"
 			echo "run $i: client hangs"
 			return 1

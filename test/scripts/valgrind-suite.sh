@@ -100,7 +100,7 @@ providers=${*:-shm tcp}
 command -v valgrind >/dev/null || { echo "valgrind not installed"; exit 1; }
 if [ -z "$bindir" ]; then
 	bindir=$top/build-vg/test/functional
-	if [ ! -x "$bindir/ripc_hostile" ]; then
+	if [ ! -x "$bindir/ripc_hostile" ] || [ ! -x "$bindir/ripc_lifecycle" ]; then
 		echo "# building $top/build-vg (--disable-shared)"
 		mkdir -p "$top/build-vg"
 		(cd "$top/build-vg" &&
@@ -121,6 +121,19 @@ last=$(tail -n 1 "$out")
 pass=$(echo "$last" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p')
 fail=$(echo "$last" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p')
 [ -z "$pass" ] && { pass=0; fail=1; }
+
+# The lifecycle case whose teardown paths matter most for leaks: finalize
+# racing other threads, then init again.  (Not fork: in a child forked
+# from a multi-threaded process, memory that only the parent's other
+# threads referenced looks lost to any leak checker.)
+echo "# lifecycle under valgrind: finalize"
+LC_SLOW=10 "$here/lifecycle.sh" -b "$bindir" -n 3 -c finalize \
+	-w "$self --exec" $providers | tee "$out.lc"
+last=$(tail -n 1 "$out.lc")
+p=$(echo "$last" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p')
+f=$(echo "$last" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p')
+[ -z "$p" ] && { p=0; f=1; }
+pass=$((pass + p)) fail=$((fail + f))
 
 # Processes with errors or definite leaks.  A process that valgrind saw
 # fail exits 99 and its test already failed; a log is still the only place
