@@ -35,6 +35,10 @@ enum ripc_env_id {
 	RIPC_ENV_RESOLVER_PORT,
 	RIPC_ENV_RESOLVER_ADDR,
 	RIPC_ENV_RESOLVER_TTL_MS,
+	RIPC_ENV_RESOLVER_PROBE_MS,
+	RIPC_ENV_DIRECTORY,
+	RIPC_ENV_DIRECTORY_SESSION_MS,
+	RIPC_ENV_DIRECTORY_TIMEOUT_MS,
 	RIPC_ENV_TEST_MR_BITS,
 	RIPC_ENV_LOCALITY,
 	RIPC_ENV_NUMA_NODE,
@@ -56,5 +60,8 @@ const char *ripc__env_str(enum ripc_env_id id);
  * Accepts k/m/g suffixes (powers of 1024). */
 int64_t ripc__env_int(enum ripc_env_id id);
 bool ripc__env_bool(enum ripc_env_id id);
+/* Is the variable set (to a non-empty value) in the environment, as
+ * opposed to taking its default? */
+bool ripc__env_is_set(enum ripc_env_id id);
 
 #endif
