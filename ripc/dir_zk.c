@@ -94,6 +94,7 @@ struct ripc_dir {
 
 	bool connected, ever_connected, expired, stop;
 	unsigned closers; /* threads closing an old handle (see closer) */
+	unsigned users;   /* application threads inside claim() */
 	bool retry, refetch_all, reclaim, parents_ok;
 	int64_t session_id;
 	unsigned negotiated_ms;
@@ -778,6 +779,9 @@ static int call_claim(struct ripc_dir *d, enum call_kind kind,
 		pthread_cond_timedwait(&d->cv, &d->mu, &ts);
 	}
 	rc = c->done ? c->rc : ZK_TIMEDOUT;
+	ripc__log(RIPC_LOG_DEBUG, "directory: %s %s: %s",
+		  kind == C_CREATE ? "create" : kind == C_GET ? "get" : "delete",
+		  path, rc == ZK_TIMEDOUT ? "no answer in time" : zerror(rc));
 	if (out && c->done) {
 		c->refs++;
 		*out = c;
@@ -794,13 +798,16 @@ static int call(struct ripc_dir *d, enum call_kind kind, const char *path,
 			  out, 0, HELD_NONE);
 }
 
-/* Wait until connected; false at the deadline.  Lock held. */
+/* Wait until connected; false at the deadline, or at once for the
+ * maintenance thread when the session expired (replacing it is its own
+ * job).  Lock held. */
 static bool wait_connected(struct ripc_dir *d, uint64_t deadline)
 {
 	while (!d->connected || !d->zh) {
 		struct timespec ts = abs_ts(deadline);
 
-		if (now_ns() >= deadline || d->stop)
+		if (now_ns() >= deadline || d->stop ||
+		    (d->expired && pthread_equal(pthread_self(), d->thread)))
 			return false;
 		pthread_cond_timedwait(&d->cv, &d->mu, &ts);
 	}
@@ -884,8 +891,20 @@ static int examine(struct ripc_dir *d, uint16_t id, bool for_mcast,
 		return -EEXIST;
 	}
 	if (r.info.incarnation == d->cfg.self.incarnation) {
+		int64_t owner = c->stat.ephemeralOwner;
+
+		if (owner == d->session_id) {
+			call_put(c);
+			return 1; /* ours already (an answer lost on the way) */
+		}
+		/* Ours, but of a session that ended (the servers have not
+		 * expired it yet): replace it with one of this session. */
+		rc = call(d, C_DELETE, path, NULL, 0, 0, c->stat.version,
+			  deadline, NULL);
 		call_put(c);
-		return 1; /* ours already (an answer lost on the way) */
+		if (rc == ZOK || rc == ZNONODE || rc == ZBADVERSION)
+			return 0;
+		return rc;
 	}
 	if (r.info.host_id == d->cfg.self.host_id && d->cfg.holder_alive &&
 	    !d->cfg.holder_alive(&r.info, r.starttime)) {
@@ -904,6 +923,30 @@ static int examine(struct ripc_dir *d, uint16_t id, bool for_mcast,
 	}
 	call_put(c);
 	return -EEXIST;
+}
+
+/* Our member node exists: 1 if it belongs to this session, else 0 after
+ * removing it (a node of a session that ended goes when the servers
+ * expire that session: it is replaced by one of this session), or a
+ * ZooKeeper code.  Lock held. */
+static int examine_member(struct ripc_dir *d, const char *path,
+			  uint64_t deadline)
+{
+	struct zk_call *c;
+	int rc = call(d, C_GET, path, NULL, 0, 0, 0, deadline, &c);
+
+	if (rc == ZNONODE)
+		return 0;
+	if (rc != ZOK)
+		return rc;
+	if (c->stat.ephemeralOwner == d->session_id) {
+		call_put(c);
+		return 1;
+	}
+	rc = call(d, C_DELETE, path, NULL, 0, 0, c->stat.version, deadline,
+		  NULL);
+	call_put(c);
+	return rc == ZOK || rc == ZNONODE || rc == ZBADVERSION ? 0 : rc;
 }
 
 /* Lock held (released while waiting). */
@@ -925,7 +968,7 @@ static int claim_locked(struct ripc_dir *d, uint16_t id, bool mcast,
 		d->releasing[id] = HELD_NONE; /* a re-claim */
 	while (steps++ < ZK_CLAIM_STEPS) {
 		if (!wait_connected(d, deadline))
-			return -ETIMEDOUT;
+			return now_ns() >= deadline ? -ETIMEDOUT : -EAGAIN;
 		rc = call_claim(d, C_CREATE, path, rec, len, ZOO_EPHEMERAL, 0,
 				deadline, NULL, id,
 				mcast ? HELD_MCAST : HELD_UNICAST);
@@ -933,8 +976,13 @@ static int claim_locked(struct ripc_dir *d, uint16_t id, bool mcast,
 		case ZOK:
 			goto ok;
 		case ZNODEEXISTS:
-			if (mcast)
-				goto ok; /* our own member node */
+			if (mcast) {
+				/* Our own member node: of this session? */
+				rc = examine_member(d, path, deadline);
+				if (rc == 1)
+					goto ok;
+				break;
+			}
 			rc = examine(d, id, false, deadline);
 			if (rc == 1)
 				goto ok;
@@ -1001,7 +1049,14 @@ static int zk_claim(struct ripc_dir *d, uint16_t id, bool mcast,
 	if (id > RIPC_MAX_SERVICE_ID)
 		return -EINVAL;
 	pthread_mutex_lock(&d->mu);
+	if (d->stop) {
+		pthread_mutex_unlock(&d->mu);
+		return -ESHUTDOWN;
+	}
+	d->users++;
 	ret = claim_locked(d, id, mcast, deadline_ns);
+	d->users--;
+	pthread_cond_broadcast(&d->cv); /* zk_close may wait for us */
 	pthread_mutex_unlock(&d->mu);
 	return ret;
 }
@@ -1202,6 +1257,8 @@ static void *maint_main(void *arg)
 				now_ns() + 2000000ull * d->cfg.session_timeout_ms;
 
 			d->reclaim = false;
+			ripc__log(RIPC_LOG_DEBUG,
+				  "directory: claiming %u IDs again", d->nheld);
 			for (unsigned i = 0; i < ZK_IDS && !d->stop; i++) {
 				uint8_t h = d->held[i];
 				int ret;
@@ -1231,6 +1288,8 @@ static void *maint_main(void *arg)
 				}
 			}
 		}
+		if (d->expired)
+			continue; /* a claim gave up for it: replace it now */
 		ts = abs_ts(now_ns() + ZK_MAINT_NS);
 		pthread_cond_timedwait(&d->mcv, &d->mu, &ts);
 	}
@@ -1330,7 +1389,9 @@ static void zk_close(struct ripc_dir *d)
 	if (zh)
 		zookeeper_close(zh);
 	pthread_mutex_lock(&d->mu);
-	while (d->closers)
+	/* Claims that were waiting saw stop and give up; wait for them and
+	 * for the threads closing old handles before freeing d. */
+	while (d->closers || d->users)
 		pthread_cond_wait(&d->cv, &d->mu);
 	pthread_mutex_unlock(&d->mu);
 	for (unsigned i = 0; i < ZK_IDS; i++)
