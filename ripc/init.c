@@ -8,6 +8,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "dir_core.h"
+#include "directory.h"
 #include "locality.h"
 #include "resolver.h"
 #include "retbuf.h"
@@ -194,6 +196,8 @@ static void atfork_child(void)
 	CTX->wake_fd = -1;
 	CTX->app_fd = -1;
 	ripc__reg_forget();
+	/* issue 13: the parent's directory session stays the parent's. */
+	ripc__dir_forget();
 }
 
 static int init_locked(void)
@@ -262,11 +266,15 @@ static int init_locked(void)
 	}
 	if ((err = ripc__resolver_open()))
 		goto fail;
+	/* issue 13: the service directory (RIPC_DIRECTORY), if any. */
+	if ((err = ripc__dir_core_open(&self)))
+		goto fail;
 	if (!CTX->cfg.manual_progress && (err = ripc__thread_start()))
 		goto fail;
 	ripc__watchdog_start();
 	return RIPC_OK;
 fail:
+	ripc__dir_close(); /* issue 13 */
 	ripc__resolver_close();
 	ripc__reg_detach();
 	ripc__reg_close();
@@ -339,6 +347,8 @@ RIPC_API void ripc_finalize(void)
 		if (CTX->svc[i])
 			ripc__resolver_announce((uint16_t)i, false,
 						CTX->svc[i]->mcast);
+	/* issue 13: ends the directory session; its records go at once. */
+	ripc__dir_close();
 	ripc__resolver_close();
 	ripc__reg_detach();
 	ripc__reg_close();

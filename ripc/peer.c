@@ -12,6 +12,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "dir_core.h"
+#include "directory.h"
 #include "resolver.h"
 #include "ripc_int.h"
 
@@ -192,6 +194,7 @@ void ripc__route_drop(uint16_t dest)
 		r->reg_version = 0; /* force a lookup next time */
 	/* What another host told us about it proved wrong: ask again. */
 	ripc__resolver_forget(dest);
+	ripc__dir_invalidate(dest); /* issue 13 */
 }
 
 /* Drop the route's references to its peers. */
@@ -283,6 +286,7 @@ static int route_lookup(uint16_t dest, struct ripc_route *r)
 	struct ripc_reg_proc_info owner, *members, *remote;
 	uint64_t version = ripc__reg_version();
 	uint64_t rversion = ripc__resolver_version();
+	uint64_t dversion = ripc__dir_version(); /* issue 13 */
 	bool is_mcast, rmcast = false;
 	int n, nr, err;
 
@@ -297,6 +301,8 @@ static int route_lookup(uint16_t dest, struct ripc_route *r)
 	remote = members + MCAST_MAX;
 	n = ripc__reg_lookup_mcast(dest, members, MCAST_MAX, &is_mcast);
 	nr = ripc__resolver_lookup(dest, remote, MCAST_MAX, &rmcast);
+	/* issue 13: what the directory holds (no-op without one). */
+	nr = ripc__dir_core_lookup(dest, remote, nr, MCAST_MAX, &rmcast);
 	if (is_mcast || (nr && rmcast)) {
 		n = merge_members(members, is_mcast ? n : 0, remote,
 				  rmcast ? nr : 0);
@@ -315,6 +321,7 @@ out:
 	if (err == RIPC_OK) {
 		r->reg_version = version;
 		r->res_version = rversion;
+		r->dir_version = dversion; /* issue 13 */
 		r->verified_ns = ripc__now_ns();
 	}
 	return err;
@@ -324,13 +331,14 @@ out:
 bool ripc__route_current(const struct ripc_route *r)
 {
 	return r->reg_version && r->reg_version == ripc__reg_version() &&
-	       r->res_version == ripc__resolver_version();
+	       r->res_version == ripc__resolver_version() &&
+	       r->dir_version == ripc__dir_version(); /* issue 13 */
 }
 
 int ripc__resolve(uint16_t dest, struct ripc_route **out, uint64_t deadline)
 {
 	struct ripc_route *r = CTX->route[dest];
-	uint64_t now;
+	uint64_t now, t0 = ripc__now_ns();
 	int err;
 
 	if (r && ripc__route_current(r)) {
@@ -367,6 +375,8 @@ int ripc__resolve(uint16_t dest, struct ripc_route **out, uint64_t deadline)
 	}
 	if (err) {
 		CTX->stats.resolve_failures++;
+		if (err == RIPC_ENOSERVICE) /* issue 13: say where we asked */
+			ripc__dir_core_lookup_failed(dest, ripc__now_ns() - t0);
 		return err;
 	}
 	*out = r;

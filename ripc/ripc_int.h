@@ -160,6 +160,7 @@ struct ripc_peer {
 struct ripc_route {
 	uint64_t reg_version; /* registry version it was made at */
 	uint64_t res_version; /* resolver cache version it was made at */
+	uint64_t dir_version; /* directory cache version (issue 13) */
 	struct ripc_peer *peer;
 	uint64_t inc;
 	uint64_t host_id;

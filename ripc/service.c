@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "dir_core.h"
+#include "directory.h"
 #include "resolver.h"
 #include "retbuf.h"
 #include "ripc_int.h"
@@ -57,7 +59,9 @@ static int do_register(int service_id, bool mcast)
 	if ((err = ripc__ensure_init()))
 		return err;
 	ripc__lock();
-	if (CTX->svc[service_id]) {
+	/* issue 13: or another thread is registering it right now. */
+	if (CTX->svc[service_id] ||
+	    ripc__dir_core_busy((uint16_t)service_id)) {
 		ripc__unlock();
 		return RIPC_EINUSE;
 	}
@@ -69,7 +73,15 @@ static int do_register(int service_id, bool mcast)
 		       : ret == -ENOSPC ? RIPC_ENOMEM
 					: RIPC_EREGISTRY;
 	}
+	/* issue 13: across hosts, through the directory or a duplicate
+	 * probe over multicast; drops the lock while it waits. */
+	if ((err = ripc__dir_core_register((uint16_t)service_id, mcast))) {
+		ripc__reg_release((uint16_t)service_id);
+		ripc__unlock();
+		return err;
+	}
 	if (!svc_new((uint16_t)service_id, mcast)) {
+		ripc__dir_release((uint16_t)service_id, mcast); /* issue 13 */
 		ripc__reg_release((uint16_t)service_id);
 		ripc__unlock();
 		return RIPC_ENOMEM;
@@ -142,6 +154,7 @@ RIPC_API uint8_t ripc_unregister_service_id(int service_id)
 		return (uint8_t)ripc__set_err(RIPC_ENOTOWNER);
 	}
 	ripc__reg_release((uint16_t)service_id);
+	ripc__dir_release((uint16_t)service_id, svc->mcast); /* issue 13 */
 	ripc__resolver_announce((uint16_t)service_id, false, svc->mcast);
 	CTX->svc[service_id] = NULL;
 	CTX->nsvc--;
