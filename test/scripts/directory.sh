@@ -3,7 +3,7 @@
 # service directory end to end, and duplicate detection over multicast
 # (issue 13).
 #
-# Usage: directory.sh [-b bindir] [-k] [scenario ...]
+# Usage: directory.sh [-b bindir] [-k] [-m] [scenario ...]
 #   engine   ripc_dirtest against a 3-server ensemble on loopback
 #   netns    three network namespaces as hosts A, B, C and an ensemble of
 #            three servers on the bridge between them (RIPC_RESOLVER=0,
@@ -15,6 +15,12 @@
 #   dad      the same hosts without a directory: duplicate IDs refused by
 #            the multicast probe, multicast groups joined from two hosts
 #   Default: all.  -k keeps the work directory.
+#   -m: measure instead of test (docs/DIRECTORY.md): the netns hosts and
+#   ensemble, 100 processes on A and B registering 10,000 IDs
+#   (test/benchmarks/dir_bench hold), lookups from C (dir_bench lookup),
+#   then restarts on the same host and moves to the other with the
+#   default session timeout, under a client sending every 10 ms; prints
+#   benchmark lines.  RIPC_BENCH_RESTARTS (default 10) sets the rounds.
 # Output: one line per check (Pass, Fail, Notrun), then "N passed, N
 # failed".  Notrun when ZooKeeper is not installed (engine, netns) or
 # network namespaces cannot be made (netns, dad: needs root).
@@ -22,11 +28,13 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 bindir=${RIPC_TEST_BINDIR:-$here/../functional}
 keep=0
-while getopts "b:kh" o; do
+measure=0
+while getopts "b:kmh" o; do
 	case $o in
 	b) bindir=$OPTARG ;;
 	k) keep=1 ;;
-	*) sed -n '2,22p' "$0"; exit 2 ;;
+	m) measure=1 ;;
+	*) sed -n '2,28p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -368,9 +376,6 @@ s_dad() {
 	stop "$a" 5; stop "$b" 5; stop "$c" 5
 }
 
-# ---- main ----------------------------------------------------------------------
-
-echo "# libripc service directory and duplicate detection: $scenarios"
 hosts_ok=-1
 need_hosts() {
 	if [ $hosts_ok = -1 ]; then
@@ -382,6 +387,141 @@ need_hosts() {
 	fi
 	[ $hosts_ok = 1 ]
 }
+
+# ---- measurement --------------------------------------------------------------
+
+pctl() { # <file of numbers> <percentile 0-100>
+	sort -n "$1" | awk -v p="$2" '{ v[NR] = $1 } END { if (!NR) { print "?"; exit }
+		i = int((NR - 1) * p / 100) + 1; print v[i] }'
+}
+
+m_directory() {
+	local d=$tmp/m e=$tmp/ensm bench=${RIPC_BENCH_DIR_BENCH:-$bindir/../benchmarks/dir_bench}
+	local rounds=${RIPC_BENCH_RESTARTS:-10} k i h t0 t1 c s host other
+	mkdir -p "$d"
+	ZK_EXEC=(ip netns exec "$tag-S")
+	zk_setup "$e" 3 "$net.251" "$net.252" "$net.253" || return 1
+	ensembles+=("$e")
+	zk_start_all
+	zk_wait_ready 90 || { echo "# ensemble not ready"; return 1; }
+	echo "# ensemble: 3 servers (tickTime 500 ms) in namespace $tag-S, data in $e"
+	# Holders: tcp only, few receive buffers: 100 processes on 2 cores.
+	host_env=(RIPC_RESOLVER=0 RIPC_DIRECTORY="zk://$ZK_CONNECT/$tag"
+		RIPC_PROVIDER=tcp RIPC_RX_DEPTH=4 RIPC_LOG_LEVEL=warn
+		RIPC_DIRECTORY_TIMEOUT_MS=30000)
+	t0=$(mono_ns)
+	# One full libripc process (registry and directory) and 99 holding
+	# through the engine alone (a full process over tcp takes about 70 MB
+	# here; 100 of them would crowd the machine).
+	for k in $(seq 0 99); do
+		h=A; [ $((k % 2)) = 1 ] && h=B
+		run_on $h "$d/hold.$k.log" "$bench" "$([ $k = 0 ] && echo hold || echo holdz)" \
+			$((10000 + k * 100)) 100
+	done
+	for k in $(seq 0 99); do
+		wait_for "$d/hold.$k.log" READY 600 ||
+			{ echo "# holder $k not ready: $(tail -n 2 "$d/hold.$k.log.err")"; return 1; }
+	done
+	t1=$(mono_ns)
+	cat "$d"/hold.*.log | awk '$1 == "Z" { print $2 }' >"$d/claim.us"
+	awk '$1 == "R" { print $2 }' "$d/hold.0.log" >"$d/reg.us"
+	echo "# 100 processes (50 on A, 50 on B) registered $(($(grep -c . "$d/reg.us") + $(grep -c . "$d/claim.us"))) IDs in $(ms "$t0" "$t1") ms, all at once"
+	echo "libripc zk 0 claim_us_median $(pctl "$d/claim.us" 50) us"
+	echo "libripc zk 0 claim_us_p99 $(pctl "$d/claim.us" 99) us"
+	echo "libripc zk 0 claim_us_max $(pctl "$d/claim.us" 100) us"
+	echo "libripc zk 0 register_api_us_median $(pctl "$d/reg.us" 50) us"
+	echo "libripc zk 0 register_api_us_p99 $(pctl "$d/reg.us" 99) us"
+	echo "libripc zk 0 register_all_10000_ms $(ms "$t0" "$t1") ms"
+	echo "# zookeeper: $(zk_4lw "${ZK_ADDR[1]}" "${ZK_PORT[1]}" mntr | grep -E 'znode_count|ephemerals_count|approximate_data_size' | tr '\n' ' ')"
+
+	run_on C "$d/lookup.log" "$bench" lookup 10000 10000 1000; k=$last
+	stop "$k" 300
+	grep -v '^#' "$d/lookup.log"
+	grep '^#' "$d/lookup.log"
+
+	# What the servers serve: four clients (two on C, one on A and B)
+	# asking for all 10,000 at once.
+	t0=$(mono_ns)
+	for k in 1 2 3 4; do
+		h=C; [ $k = 3 ] && h=A; [ $k = 4 ] && h=B
+		run_on $h "$d/burst.$k.log" "$bench" burst 10000 10000
+		eval "bp$k=\$last"
+	done
+	for k in 1 2 3 4; do eval "stop \$bp$k 300"; done
+	t1=$(mono_ns)
+	t=$(cat "$d"/burst.*.log | awk '/lookup_burst_rate/ { s += $5; n++ } END { printf "%.0f %d", s, n }')
+	echo "libripc zk 0 lookup_burst_rate_4_clients_sum ${t% *} lookups/s"
+	echo "libripc zk 0 lookup_burst_rate_4_clients_wall $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", 40000 / ((b - a) / 1e9) }') lookups/s"
+	echo "# 4 clients at once: $(cat "$d"/burst.*.log | grep '^# burst' | tr '\n' ' ')"
+
+	# Registration when nothing else happens: one process, 100 IDs in a
+	# row, with the 10,000 in place.
+	run_on A "$d/hold.idle.log" "$bench" hold 20000 100; k=$last
+	wait_for "$d/hold.idle.log" READY 120
+	kill -TERM "$k"; stop "$k" 10
+	awk '$1 == "R" { print $2 }' "$d/hold.idle.log" >"$d/reg.idle.us"
+	echo "libripc zk 0 register_api_idle_us_median $(pctl "$d/reg.idle.us" 50) us"
+	echo "libripc zk 0 register_api_idle_us_p99 $(pctl "$d/reg.idle.us" 99) us"
+
+	# Restarts and moves of one service among the 10,000, default session
+	# timeout, a client on C sending every 10 ms.
+	host_env=(RIPC_RESOLVER=0 RIPC_DIRECTORY="zk://$ZK_CONNECT/$tag" RIPC_LOG_LEVEL=warn)
+	run_on A "$d/svc.0.log" "$prog" service 42 R0; s=$last
+	wait_for "$d/svc.0.log" REG 15
+	run_on C "$d/client.log" env RIPC_SEND_TIMEOUT_MS=300 RIPC_RESOLVE_TIMEOUT_MS=300 \
+		"$prog" client 42 $((rounds * 9000 + 4000)) 10; c=$last
+	sleep 1
+	host=A
+	for k in $(seq 1 "$rounds"); do
+		kill -KILL "$s"; stop "$s" 5
+		run_on A "$d/svc.R$k.log" env RIPC_TEST_REG_TRIES=3000 "$prog" service 42 "R$k"; s=$last
+		wait_for "$d/svc.R$k.log" REG 30
+		sleep 1
+	done
+	for k in $(seq 1 "$rounds"); do
+		other=B; [ $host = B ] && other=A
+		kill -KILL "$s"; stop "$s" 5
+		run_on $other "$d/svc.M$k.log" env RIPC_TEST_REG_TRIES=3000 "$prog" service 42 "M$k"; s=$last
+		wait_for "$d/svc.M$k.log" REG 30
+		host=$other
+		sleep 1
+	done
+	sleep 1
+	kill -TERM "$c"; stop "$c" 10
+	kill -TERM "$s"; stop "$s" 5
+	: >"$d/restart.gap" ; : >"$d/restart.reg" ; : >"$d/move.gap" ; : >"$d/move.reg"
+	prev=R0
+	for l in $(seq 1 "$rounds" | sed 's/^/R/') $(seq 1 "$rounds" | sed 's/^/M/'); do
+		local reg first last kind=restart
+		case $l in M*) kind=move ;; esac
+		reg=$(reg_time "$d/svc.$l.log")
+		first=$(first_ok_after "$d/client.log" "$l" "${reg:-0}")
+		last=$(last_ok_of "$d/client.log" "$prev")
+		[ -n "$first" ] && [ -n "$last" ] && echo "$(ms "$last" "$first")" >>"$d/$kind.gap"
+		[ -n "$first" ] && echo "$(ms "$reg" "$first")" >>"$d/$kind.reg"
+		prev=$l
+	done
+	for kind in restart move; do
+		echo "# $kind: $(grep -c . "$d/$kind.gap") of $rounds measured (kill -9 of the holder, new holder $( [ $kind = restart ] && echo on the same host || echo on the other host))"
+		echo "libripc zk 0 ${kind}_gap_ms_median $(pctl "$d/$kind.gap" 50) ms"
+		echo "libripc zk 0 ${kind}_gap_ms_max $(pctl "$d/$kind.gap" 100) ms"
+		echo "libripc zk 0 ${kind}_reg_to_delivery_ms_median $(pctl "$d/$kind.reg" 50) ms"
+		echo "libripc zk 0 ${kind}_reg_to_delivery_ms_max $(pctl "$d/$kind.reg" 100) ms"
+	done
+	echo "# client: $(requests "$d/client.log")"
+	zk_stop_all
+}
+
+# ---- main ----------------------------------------------------------------------
+
+if [ "$measure" = 1 ]; then
+	if ! zk_available; then echo "Notrun: $ZK_WHY"; exit 77; fi
+	if ! need_hosts; then echo "Notrun: cannot create network namespaces"; exit 77; fi
+	m_directory
+	exit $?
+fi
+
+echo "# libripc service directory and duplicate detection: $scenarios"
 for s in $scenarios; do
 	case $s in
 	engine)
