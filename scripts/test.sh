@@ -9,6 +9,8 @@
 #      (verbs reports Notrun where no RDMA device exists), and again over
 #      shm and tcp with verbs' memory-registration rules emulated;
 #   2b. fault scenarios: restart, move, dead peers (test/scripts/faults.sh);
+#       the ZooKeeper service directory and multicast duplicate detection
+#       (test/scripts/directory.sh; Notrun without ZooKeeper);
 #   2c. make install, a program built against the installed library with
 #      pkg-config, make distcheck (scripts/check-install.sh);
 #   3. both again under AddressSanitizer + UndefinedBehaviorSanitizer in
@@ -82,6 +84,19 @@ run_faults() { # <builddir> <label>
 }
 run_faults build default
 
+# Resolution across hosts through a ZooKeeper ensemble, duplicate IDs
+# (issue 13): a real ensemble, namespaces as hosts.
+run_directory() { # <builddir> <label>
+	local out=$log/$2.directory p f
+	test/scripts/directory.sh -b "$1/test/functional" 2>/dev/null |
+		tee "$out" | grep -E '^[a-z].*(Fail|Notrun)' || true
+	p=$(tail -n 1 "$out" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p')
+	f=$(tail -n 1 "$out" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p')
+	[ -z "$p" ] && { p=0; f=1; }
+	tally "$2: directory" "$p" "$f"
+}
+run_directory build default
+
 # make install, pkg-config against the installed library, make distcheck.
 run_install() {
 	local out=$log/install p f
@@ -98,10 +113,10 @@ run_install
 run_fuzz() {
 	local out=$log/fuzz
 	if test/fuzz/run.sh 30 all >"$out" 2>&1; then
-		tally "fuzz (wire, resolver decoders)" 2 0
+		tally "fuzz (wire, resolver, directory record decoders)" 3 0
 	else
 		tail -n 30 "$out"
-		tally "fuzz (wire, resolver decoders)" 0 1
+		tally "fuzz (wire, resolver, directory record decoders)" 0 1
 	fi
 }
 
