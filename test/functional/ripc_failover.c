@@ -232,6 +232,7 @@ static int resolve(uint16_t first, int n)
 	}
 	if (!got) {
 		fprintf(stderr, "resolve: nothing resolved\n");
+		free(lat);
 		return 1;
 	}
 	qsort(lat, (size_t)got, sizeof(*lat), cmp_u64);
