@@ -152,6 +152,8 @@ zk_start() {
 		org.apache.zookeeper.server.quorum.QuorumPeerMain \
 		"$ZK_DIR/zk$i.cfg" >>"$ZK_DIR/zk$i.log" 2>&1 &
 	ZK_PID[$i]=$!
+	# Stopped by pid; no job-control chatter when it is killed.
+	disown "${ZK_PID[$i]}" 2>/dev/null
 	echo "${ZK_PID[$i]}" >"$ZK_DIR/pid$i"
 }
 
