@@ -567,6 +567,12 @@ static void session_event(struct ripc_dir *d, zhandle_t *zh, int state)
 		d->ever_connected = true;
 		d->retry = true;
 		d->negotiated_ms = (unsigned)zoo_recv_timeout(zh);
+		if (d->negotiated_ms != d->cfg.session_timeout_ms)
+			ripc__log_rl(RIPC_LOG_INFO,
+				     "directory: the servers set the session "
+				     "timeout to %u ms (asked: %u ms)",
+				     d->negotiated_ms,
+				     d->cfg.session_timeout_ms);
 		ripc__log(RIPC_LOG_INFO,
 			  "directory: connected to %s (session 0x%" PRIx64
 			  ", timeout %u ms)",

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -322,6 +323,27 @@ int main(int argc, char **argv)
 	      ms_since(t0));
 	r = lookup_wait(b, 555, out, 8, &mc, -9999, 5000);
 	check(r == 0, "lookup: 555, held by nobody -> 0 (%d)", r);
+
+	/* A forked child forgets A's session: the parent's stays. */
+	{
+		pid_t child = fork();
+		int st = -1;
+
+		if (child == 0) {
+			Z->forget(a);
+			_exit(0);
+		}
+		waitpid(child, &st, 0);
+		usleep(3 * SESSION_MS * 1000 / 2);
+		r = Z->lookup(b, 100, out, 8, &mc);
+		check(child > 0 && WIFEXITED(st) && r == 1 &&
+			      describe_has(a, " connected ") &&
+			      Z->claim(a, 102, false,
+				       now_ns() + 5000000000ull) == 0,
+		      "fork: a child that forgets A's session leaves it "
+		      "alone (lookup %d, A still connected and claiming)",
+		      r);
+	}
 
 	/* Negative cache turning positive: no lookup in between. */
 	v0 = Z->version(b);

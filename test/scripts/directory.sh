@@ -239,6 +239,22 @@ s_netns() {
 	result "netns: C finds 42 on A and 43 on B" $? \
 		"42: $ok/$n answered, first in $(awk '$1 == "REQ" { printf "%.1f", ($4 - $3) / 1e6; exit }' "$d/find42.log") ms; 43: $ok2/$n2 answered, first in $(awk '$1 == "REQ" { printf "%.1f", ($4 - $3) / 1e6; exit }' "$d/find43.log") ms"
 
+	# A multicast group with members on A and B, reached from C.
+	run_on A "$d/mA.log" env RIPC_TEST_MCAST=1 "$prog" service 60 MA; k=$last
+	run_on B "$d/mB.log" env RIPC_TEST_MCAST=1 "$prog" service 60 MB; r=$last
+	wait_for "$d/mA.log" REG 15 && wait_for "$d/mB.log" REG 15
+	run_on C "$d/m60.log" env RIPC_SEND_TIMEOUT_MS=300 RIPC_RESOLVE_TIMEOUT_MS=2000 \
+		"$prog" client 60 1000 10; c=$last
+	stop "$c" 30
+	kill -TERM "$k" "$r"; stop "$k" 10; stop "$r" 10
+	read -r n ok mx rest <<<"$(requests "$d/m60.log")"
+	local sb
+	sb=$(grep 'service MB' "$d/mB.log.err" | grep -o '[0-9]* requests' | head -n 1)
+	[ "${n:-0}" -ge 50 ] && [ "$n" = "$ok" ] && grep -q '[1-9][0-9]* requests' "$d/mA.log.err" &&
+		grep -q '[1-9][0-9]* requests' "$d/mB.log.err"
+	result "netns: multicast group on A and B, from C" $? \
+		"$ok/$n requests answered; members received: A $(grep -o '[0-9]* requests' "$d/mA.log.err" | head -n 1), B ${sb:-none}"
+
 	# A duplicate on another host is refused; so is one on the same host.
 	run_on B "$d/dupB.log" env RIPC_TEST_REG_TRIES=1 "$prog" service 42 dupB; k=$last
 	stop "$k" 20
