@@ -20,6 +20,8 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "dir_core.h"
+#include "directory.h"
 #include "resolver.h"
 #include "retbuf.h"
 
@@ -137,37 +139,100 @@ static int api_resolve(uint16_t dest, struct ripc_route **out)
 		ripc__resolver_input();
 	}
 	CTX->stats.resolve_failures++;
-	ripc__log_rl(RIPC_LOG_WARN,
-		     "service %u: not found in the host registry %s%s within "
-		     "%llu ms",
-		     dest, ripc__reg_path(),
-		     ripc__resolver_enabled() ? " nor by the multicast resolver"
-					      : "",
-		     (unsigned long long)(CTX->cfg.resolve_timeout_ns /
-					  1000000));
+	/* Say what was asked where (rate-limited). */
+	ripc__dir_core_lookup_failed(dest, CTX->cfg.resolve_timeout_ns);
 	return RIPC_ENOSERVICE;
 }
 
 /* ---- services -------------------------------------------------------- */
 
+/* Listen for objections to id over multicast for the probe window (no
+ * directory: like ARP's duplicate address detection). */
+static int probe_wait(uint16_t id, bool mcast)
+{
+	uint64_t end = ripc__now_ns() + ripc__resolver_probe_ns();
+	struct ripc_reg_proc_info by;
+	int ret = ripc__resolver_probe_begin(id, mcast);
+
+	if (ret)
+		/* Another thread of ours probes it: it is being taken. */
+		return ret == -EALREADY ? RIPC_EINUSE : RIPC_OK;
+	while ((ret = ripc__resolver_probe_result(id)) == 0) {
+		uint64_t now = ripc__now_ns();
+
+		if (now >= end)
+			break;
+		ripc__resolver_wait_enter();
+		ripc__unlock();
+		ripc__resolver_wait(end - now > 1000000
+					    ? 1000
+					    : (unsigned)((end - now) / 1000) + 1);
+		ripc__lock();
+		ripc__resolver_wait_leave();
+		ripc__resolver_input();
+		if (CTX->shutting_down) {
+			ripc__resolver_probe_end(id, &by);
+			return RIPC_ESHUTDOWN;
+		}
+	}
+	ripc__resolver_probe_end(id, &by);
+	return ripc__dir_core_probe_result(id, ret, &by);
+}
+
+/* After the host registry's claim: is id free across hosts?  Waits
+ * without the lock for the directory's answer or the probe window. */
+static int claim_across_hosts(uint16_t id, bool mcast)
+{
+	int how = ripc__dir_core_how(), ret;
+
+	if (how == DIR_NONE)
+		return RIPC_OK;
+	ripc__dir_core_set_busy(id, true);
+	if (how == DIR_PROBE) {
+		ret = probe_wait(id, mcast);
+	} else {
+		uint64_t deadline =
+			ripc__now_ns() + ripc__dir_core_claim_timeout_ns();
+
+		/* The engine blocks until its service answers. */
+		ripc__unlock();
+		ret = ripc__dir_claim(id, mcast, deadline);
+		ripc__lock();
+		ret = ripc__dir_core_claim_result(id, ret);
+		if (ret == RIPC_OK && CTX->shutting_down) {
+			ripc__dir_release(id, mcast);
+			ret = RIPC_ESHUTDOWN;
+		}
+	}
+	ripc__dir_core_set_busy(id, false);
+	return ret;
+}
+
 static int do_register(int service_id, bool mcast)
 {
+	uint16_t id = (uint16_t)service_id;
 	int err, ret;
 
 	if (service_id < 0 || service_id > RIPC_MAX_SERVICE_ID)
 		return RIPC_EBADID;
 	if ((err = ripc__api_enter()))
 		return err;
-	if (CTX->svc[service_id])
+	/* Held here, or another thread of ours is registering it. */
+	if (CTX->svc[id] || ripc__dir_core_busy(id))
 		return ripc__api_leave(RIPC_EINUSE);
-	ret = mcast ? ripc__reg_join((uint16_t)service_id)
-		    : ripc__reg_claim((uint16_t)service_id);
+	ret = mcast ? ripc__reg_join(id) : ripc__reg_claim(id);
 	if (ret)
 		return ripc__api_leave(ret == -EEXIST   ? RIPC_EINUSE
 				       : ret == -ENOSPC ? RIPC_ENOMEM
 							: RIPC_EREGISTRY);
-	if (!ripc__svc_new((uint16_t)service_id, mcast)) {
-		ripc__reg_release((uint16_t)service_id);
+	/* Across hosts: the directory, or a duplicate probe. */
+	if ((err = claim_across_hosts(id, mcast))) {
+		ripc__reg_release(id);
+		return ripc__api_leave(err);
+	}
+	if (!ripc__svc_new(id, mcast)) {
+		ripc__dir_release(id, mcast);
+		ripc__reg_release(id);
 		return ripc__api_leave(RIPC_ENOMEM);
 	}
 	/* Caches on other hosts follow a restart or a move at once. */
@@ -236,6 +301,7 @@ RIPC_API uint8_t ripc_unregister_service_id(int service_id)
 	if (!svc)
 		return (uint8_t)ripc__api_leave(RIPC_ENOTOWNER);
 	ripc__reg_release((uint16_t)service_id);
+	ripc__dir_release((uint16_t)service_id, svc->mcast);
 	ripc__resolver_announce((uint16_t)service_id, false, svc->mcast);
 	ripc__svc_destroy(svc);
 	return (uint8_t)ripc__api_leave(RIPC_OK);

@@ -112,6 +112,8 @@ void ripc__dir_invalidate(uint16_t id);
 uint64_t ripc__dir_version(void);
 int ripc__dir_wait_fd(void);
 void ripc__dir_describe(char *buf, unsigned len);
+/* The URL the instance was opened with ("" when none), for messages. */
+const char *ripc__dir_url(void);
 /* Engines compiled in ("zk" when built with ZooKeeper), for ripc_info. */
 const char *ripc__dir_engines(void);
 

@@ -74,6 +74,21 @@ const struct ripc_env_var ripc__env_table[RIPC_ENV_COUNT] = {
 	[RIPC_ENV_RESOLVER_TTL_MS] = { "RIPC_RESOLVER_TTL_MS", "5000",
 		"Age after which a cached remote resolution is refreshed; "
 		"unanswered, it is dropped at twice this age." },
+	[RIPC_ENV_RESOLVER_PROBE_MS] = { "RIPC_RESOLVER_PROBE_MS", "20",
+		"Without a directory: how long a registration listens for "
+		"objections to its multicast probe for the ID (duplicate "
+		"detection across hosts); 0: no probe." },
+	[RIPC_ENV_DIRECTORY] = { "RIPC_DIRECTORY", "",
+		"Service directory for resolution across hosts, e.g. "
+		"zk://h1:2181,h2:2181,h3:2181/chroot (ZooKeeper). Empty: none. "
+		"When set, multicast resolution is off unless RIPC_RESOLVER=1 "
+		"is set explicitly." },
+	[RIPC_ENV_DIRECTORY_SESSION_MS] = { "RIPC_DIRECTORY_SESSION_MS", "4000",
+		"Directory session timeout: a holder that dies on another host "
+		"is replaced after about this long (the servers may clamp it)." },
+	[RIPC_ENV_DIRECTORY_TIMEOUT_MS] = { "RIPC_DIRECTORY_TIMEOUT_MS", "5000",
+		"How long a registration waits for the directory's answer "
+		"before it fails with RIPC_ETIMEDOUT." },
 	[RIPC_ENV_TEST_MR_BITS] = { "RIPC_TEST_MR_BITS", "",
 		"Testing: behave as if the provider required these memory "
 		"registration modes (local,prov_key,key32)." },
@@ -137,6 +152,13 @@ int64_t ripc__env_int(enum ripc_env_id id)
 		parse_int(ripc__env_table[id].def, &out);
 	}
 	return out;
+}
+
+bool ripc__env_is_set(enum ripc_env_id id)
+{
+	const char *v = getenv(ripc__env_table[id].name);
+
+	return v && *v;
 }
 
 bool ripc__env_bool(enum ripc_env_id id)

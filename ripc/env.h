@@ -35,6 +35,10 @@ enum ripc_env_id {
 	RIPC_ENV_RESOLVER_PORT,
 	RIPC_ENV_RESOLVER_ADDR,
 	RIPC_ENV_RESOLVER_TTL_MS,
+	RIPC_ENV_RESOLVER_PROBE_MS,
+	RIPC_ENV_DIRECTORY,
+	RIPC_ENV_DIRECTORY_SESSION_MS,
+	RIPC_ENV_DIRECTORY_TIMEOUT_MS,
 	RIPC_ENV_TEST_MR_BITS,
 	RIPC_ENV_LOCALITY,
 	RIPC_ENV_NUMA_NODE,
@@ -58,5 +62,8 @@ int64_t ripc__env_int(enum ripc_env_id id);
 bool ripc__env_bool(enum ripc_env_id id);
 /* Set the log level from RIPC_LOG_LEVEL (a bad word is reported). */
 void ripc__env_load_log_level(void);
+/* Is the variable set (to a non-empty value) in the environment, as
+ * opposed to taking its default? */
+bool ripc__env_is_set(enum ripc_env_id id);
 
 #endif

@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dir_core.h"
+#include "directory.h"
 #include "locality.h"
 #include "resolver.h"
 #include "retbuf.h"
@@ -214,6 +216,22 @@ static int locality_setup(void)
 
 /* ---- naming --------------------------------------------------------- */
 
+/* This process as the registry and the directory publish it. */
+static void self_info(struct ripc_reg_proc_info *self)
+{
+	memset(self, 0, sizeof(*self));
+	self->incarnation = CTX->incarnation;
+	self->host_id = CTX->host_id;
+	self->pid = CTX->pid;
+	for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
+		if (!CTX->tp[i].open)
+			continue;
+		self->addr[i].len = (uint8_t)CTX->tp[i].addrlen;
+		memcpy(self->addr[i].addr, CTX->tp[i].addr,
+		       CTX->tp[i].addrlen);
+	}
+}
+
 static int registry_open(void)
 {
 	struct ripc_reg_proc_info self;
@@ -223,17 +241,7 @@ static int registry_open(void)
 			  ripc__reg_path());
 		return RIPC_EREGISTRY;
 	}
-	memset(&self, 0, sizeof(self));
-	self.incarnation = CTX->incarnation;
-	self.host_id = CTX->host_id;
-	self.pid = CTX->pid;
-	for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
-		if (!CTX->tp[i].open)
-			continue;
-		self.addr[i].len = (uint8_t)CTX->tp[i].addrlen;
-		memcpy(self.addr[i].addr, CTX->tp[i].addr,
-		       CTX->tp[i].addrlen);
-	}
+	self_info(&self);
 	if (ripc__reg_attach(&self)) {
 		ripc__reg_close();
 		return RIPC_EREGISTRY;
@@ -245,6 +253,15 @@ static void registry_close(void)
 {
 	ripc__reg_detach();
 	ripc__reg_close();
+}
+
+/* The service directory of RIPC_DIRECTORY, if any (issue 13). */
+static int directory_open(void)
+{
+	struct ripc_reg_proc_info self;
+
+	self_info(&self); /* what goes into our records */
+	return ripc__dir_core_open(&self);
 }
 
 /* The services go first at teardown: peers stop finding us before
@@ -315,6 +332,7 @@ static const struct ripc_module modules[] = {
 	{ "registry", registry_open, registry_close, ripc__reg_forget },
 	{ "resolver", ripc__resolver_open, ripc__resolver_close,
 	  ripc__resolver_close },
+	{ "directory", directory_open, ripc__dir_close, ripc__dir_forget },
 	{ "peers", NULL, ripc__peers_fini, NULL },
 	{ "exposures", NULL, ripc__expose_fini, NULL },
 	{ "transmit queue", NULL, ripc__tx_fini, NULL },

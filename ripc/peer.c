@@ -1,6 +1,7 @@
 /*
  * Peers (remote processes on one transport) and routes (service ID ->
- * peer), resolved through the host registry and the multicast resolver.
+ * peer), resolved through the host registry, the service directory and
+ * the multicast resolver.
  * Lookups never wait: when nobody is known to hold an ID, a query goes
  * out and the caller (the API layer) waits and asks again.
  *
@@ -14,6 +15,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "dir_core.h"
+#include "directory.h"
 #include "resolver.h"
 #include "ripc_int.h"
 
@@ -194,6 +197,7 @@ void ripc__route_drop(uint16_t dest)
 		r->reg_version = 0; /* force a lookup next time */
 	/* What another host told us about it proved wrong: ask again. */
 	ripc__resolver_forget(dest);
+	ripc__dir_invalidate(dest);
 }
 
 /* Drop the route's references to its peers. */
@@ -285,6 +289,7 @@ static int route_lookup(uint16_t dest, struct ripc_route *r)
 	struct ripc_reg_proc_info owner, *members, *remote;
 	uint64_t version = ripc__reg_version();
 	uint64_t rversion = ripc__resolver_version();
+	uint64_t dversion = ripc__dir_version();
 	bool is_mcast, rmcast = false;
 	int n, nr, err;
 
@@ -299,6 +304,8 @@ static int route_lookup(uint16_t dest, struct ripc_route *r)
 	remote = members + MCAST_MAX;
 	n = ripc__reg_lookup_mcast(dest, members, MCAST_MAX, &is_mcast);
 	nr = ripc__resolver_lookup(dest, remote, MCAST_MAX, &rmcast);
+	/* What the directory holds (nothing without one). */
+	nr = ripc__dir_core_lookup(dest, remote, nr, MCAST_MAX, &rmcast);
 	if (is_mcast || (nr && rmcast)) {
 		n = merge_members(members, is_mcast ? n : 0, remote,
 				  rmcast ? nr : 0);
@@ -317,6 +324,7 @@ out:
 	if (err == RIPC_OK) {
 		r->reg_version = version;
 		r->res_version = rversion;
+		r->dir_version = dversion;
 		r->verified_ns = ripc__now_ns();
 	}
 	return err;
@@ -326,7 +334,8 @@ out:
 bool ripc__route_current(const struct ripc_route *r)
 {
 	return r->reg_version && r->reg_version == ripc__reg_version() &&
-	       r->res_version == ripc__resolver_version();
+	       r->res_version == ripc__resolver_version() &&
+	       r->dir_version == ripc__dir_version();
 }
 
 int ripc__route_get(uint16_t dest, struct ripc_route **out)

@@ -11,6 +11,15 @@
  * Datagrams are hostile input like any other: every field is checked, the
  * cache is bounded (RES_MAX_RECORDS records, RIPC_RES_MAX_MEMBERS members
  * each), and at most RES_INPUT_BATCH datagrams are handled per call.
+ *
+ * Duplicate detection (issue 13), like ARP's: before a registration is
+ * final, the registering process multicasts a PROBE for the ID and
+ * listens for RIPC_RESOLVER_PROBE_MS; a process that holds the ID, or
+ * probes for it too with a lower incarnation, answers with a DEFEND sent
+ * to the prober's private port, and the registration fails.  Multicast
+ * memberships do not conflict with each other.  Only when no directory
+ * is configured (the directory decides then), and not on loopback, where
+ * nobody but this host can hear and the host registry already decides.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -18,6 +27,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -25,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "directory.h"
 #include "resolver.h"
 #include "ripc_int.h"
 
@@ -35,7 +46,14 @@
 #define RES_QUERY_GAP_NS 50000000ull /* per-ID query rate limit */
 #define RES_ANNOUNCE_REPEATS 3
 
-enum { RES_QUERY = 1, RES_ANSWER = 2, RES_ANNOUNCE = 3 };
+enum {
+	RES_QUERY = 1,
+	RES_ANSWER = 2,
+	RES_ANNOUNCE = 3,
+	RES_PROBE = 4,  /* "I am about to take this ID: object now" */
+	RES_DEFEND = 5, /* "it is mine (or my probe came first)" */
+};
+#define RES_MAX_PROBES 16 /* registrations probing at one time */
 #define RES_F_MCAST 0x1u
 #define RES_F_DOWN 0x2u
 
@@ -51,6 +69,15 @@ struct res_rec {
 	struct res_member m[RIPC_RES_MAX_MEMBERS];
 };
 
+
+/* A registration of this process that is listening for objections. */
+struct res_probe {
+	bool used, mcast, conflict;
+	uint16_t id;
+	uint8_t sent;
+	uint64_t nonce, start_ns;
+	struct ripc_reg_proc_info by; /* who objected */
+};
 
 struct res_announce {
 	uint16_t id;
@@ -74,6 +101,10 @@ static struct {
 	unsigned nrec;
 	struct res_announce ann[64];
 	unsigned nann;
+	struct in_addr ifaddr;
+	bool loopback;     /* the interface is loopback: this host only */
+	uint64_t probe_ns; /* duplicate detection window, 0: none */
+	struct res_probe probe[RES_MAX_PROBES];
 } res = { .mfd = -1, .ufd = -1, .wfd = -1 };
 
 bool ripc__resolver_enabled(void)
@@ -177,7 +208,7 @@ bool ripc__res_decode(const uint8_t *buf, size_t len, struct res_dgram *d)
 	d->info.pid = (int32_t)get32(buf + 20);
 	d->info.incarnation = get64(buf + 24);
 	d->info.host_id = get64(buf + 32);
-	if (d->type < RES_QUERY || d->type > RES_ANNOUNCE ||
+	if (d->type < RES_QUERY || d->type > RES_DEFEND ||
 	    d->service > RIPC_MAX_SERVICE_ID ||
 	    (d->flags & ~(RES_F_MCAST | RES_F_DOWN)) ||
 	    d->naddr > RIPC_PROV_MAX || d->info.incarnation == 0)
@@ -241,6 +272,13 @@ int ripc__resolver_open(void)
 
 	if (!ripc__env_bool(RIPC_ENV_RESOLVER))
 		return RIPC_OK;
+	/* With a directory, multicast is off unless asked for explicitly. */
+	if (*ripc__env_str(RIPC_ENV_DIRECTORY) &&
+	    !ripc__env_is_set(RIPC_ENV_RESOLVER)) {
+		ripc__log(RIPC_LOG_INFO, "resolver off: RIPC_DIRECTORY is set "
+					 "(RIPC_RESOLVER=1 turns it on)");
+		return RIPC_OK;
+	}
 	if (!*ifa)
 		ifa = ripc__env_str(RIPC_ENV_TCP_ADDR);
 	res.ttl_ns = ripc__ms_ns(ripc__env_int(RIPC_ENV_RESOLVER_TTL_MS));
@@ -295,6 +333,17 @@ int ripc__resolver_open(void)
 		       sizeof(ttl)) < 0)
 		goto fail;
 	res.enabled = true;
+	res.ifaddr = ifaddr;
+	res.loopback = (ntohl(ifaddr.s_addr) >> 24) == 127;
+	{
+		int64_t ms = ripc__env_int(RIPC_ENV_RESOLVER_PROBE_MS);
+
+		res.probe_ns = res.loopback || *ripc__env_str(RIPC_ENV_DIRECTORY) ||
+					       ms <= 0
+				       ? 0
+				       : ripc__ms_ns(ms > 10000 ? 10000 : ms);
+	}
+	memset(res.probe, 0, sizeof(res.probe));
 	ripc__log(RIPC_LOG_INFO, "resolver on %s:%ld via %s", grp, (long)port,
 		  ifa);
 	return RIPC_OK;
@@ -316,6 +365,8 @@ void ripc__resolver_close(void)
 		close(res.wfd);
 	res.mfd = res.ufd = res.wfd = -1;
 	res.enabled = false;
+	res.probe_ns = 0;
+	memset(res.probe, 0, sizeof(res.probe));
 	if (res.rec) {
 		for (unsigned i = 0; i <= RIPC_MAX_SERVICE_ID; i++)
 			free(res.rec[i]);
@@ -495,6 +546,146 @@ void ripc__resolver_timers(uint64_t now)
 	}
 }
 
+/* ---- duplicate detection ------------------------------------------- */
+
+static struct res_probe *probe_find(uint16_t id)
+{
+	for (unsigned i = 0; i < RES_MAX_PROBES; i++)
+		if (res.probe[i].used && res.probe[i].id == id)
+			return &res.probe[i];
+	return NULL;
+}
+
+static void probe_send(struct res_probe *p)
+{
+	struct res_dgram d = { .type = RES_PROBE,
+			       .service = p->id,
+			       .nonce = p->nonce,
+			       .flags = p->mcast ? RES_F_MCAST : 0 };
+	struct sockaddr_in me;
+	socklen_t len = sizeof(me);
+
+	if (getsockname(res.ufd, (struct sockaddr *)&me, &len) < 0)
+		return;
+	d.reply_port = ntohs(me.sin_port);
+	self_info(&d.info);
+	memset(d.info.addr, 0, sizeof(d.info.addr)); /* not needed */
+	send_to(&d, &res.group);
+	p->sent++;
+}
+
+uint64_t ripc__resolver_probe_ns(void)
+{
+	return res.enabled ? res.probe_ns : 0;
+}
+
+bool ripc__resolver_loopback(void)
+{
+	return res.enabled && res.loopback;
+}
+
+int ripc__resolver_probe_begin(uint16_t id, bool mcast)
+{
+	struct res_probe *p = NULL;
+
+	if (!ripc__resolver_probe_ns())
+		return -ENOSYS;
+	if (probe_find(id))
+		return -EALREADY;
+	for (unsigned i = 0; i < RES_MAX_PROBES && !p; i++)
+		if (!res.probe[i].used)
+			p = &res.probe[i];
+	if (!p)
+		return -EBUSY;
+	memset(p, 0, sizeof(*p));
+	if (ripc__random(&p->nonce, sizeof(p->nonce)))
+		return -EIO;
+	p->used = true;
+	p->id = id;
+	p->mcast = mcast;
+	p->start_ns = ripc__now_ns();
+	probe_send(p);
+	return 0;
+}
+
+int ripc__resolver_probe_result(uint16_t id)
+{
+	struct res_probe *p = probe_find(id);
+
+	if (!p)
+		return -ENOENT;
+	if (p->conflict)
+		return -EEXIST;
+	/* A second probe halfway: one lost datagram does not let a
+	 * duplicate through. */
+	if (p->sent < 2 && ripc__now_ns() - p->start_ns >= res.probe_ns / 2)
+		probe_send(p);
+	return 0;
+}
+
+void ripc__resolver_probe_end(uint16_t id, struct ripc_reg_proc_info *by)
+{
+	struct res_probe *p = probe_find(id);
+
+	if (!p)
+		return;
+	if (by)
+		*by = p->by;
+	p->used = false;
+}
+
+void ripc__resolver_describe(char *buf, unsigned len)
+{
+	char ifa[INET_ADDRSTRLEN] = "", grp[INET_ADDRSTRLEN] = "";
+
+	if (!res.enabled) {
+		snprintf(buf, len, "off");
+		return;
+	}
+	inet_ntop(AF_INET, &res.ifaddr, ifa, sizeof(ifa));
+	inet_ntop(AF_INET, &res.group.sin_addr, grp, sizeof(grp));
+	snprintf(buf, len, "multicast %s:%u via %s%s", grp,
+		 ntohs(res.group.sin_port), ifa,
+		 res.loopback ? " (loopback: this host only)" : "");
+}
+
+/* A PROBE from another process: object if we hold the ID, or probe for it
+ * ourselves and come first (the lower incarnation wins, so that two
+ * processes probing at once do not both give up or both go on). */
+static void probe_input(const struct res_dgram *d,
+			const struct sockaddr_in *from)
+{
+	struct ripc_service *svc = CTX->svc[d->service];
+	bool other_mcast = d->flags & RES_F_MCAST;
+	struct res_probe *p;
+	bool defend = false, mcast = false;
+
+	if (svc && !CTX->shutting_down) {
+		defend = !(svc->mcast && other_mcast);
+		mcast = svc->mcast;
+	} else if ((p = probe_find(d->service)) &&
+		   !(p->mcast && other_mcast)) {
+		if (CTX->incarnation < d->info.incarnation) {
+			defend = true;
+			mcast = p->mcast;
+		} else {
+			p->conflict = true;
+			p->by = d->info;
+		}
+	}
+	if (defend) {
+		struct res_dgram a = { .type = RES_DEFEND,
+				       .service = d->service,
+				       .nonce = d->nonce,
+				       .flags = mcast ? RES_F_MCAST : 0 };
+		struct sockaddr_in to = *from;
+
+		self_info(&a.info);
+		to.sin_port = htons(d->reply_port);
+		send_to(&a, &to);
+	}
+}
+
 /* ---- input ---------------------------------------------------------- */
 
 static void handle(const struct res_dgram *d, const struct sockaddr_in *from)
@@ -526,9 +717,32 @@ static void handle(const struct res_dgram *d, const struct sockaddr_in *from)
 		 * source (liveness is checked there). */
 		if (d->info.host_id == CTX->host_id)
 			break;
+		svc = CTX->svc[d->service];
+		if (d->type == RES_ANNOUNCE && svc && !(d->flags & RES_F_DOWN) &&
+		    !(svc->mcast && (d->flags & RES_F_MCAST)))
+			/* Both of us hold it: the probes missed each other
+			 * (a partition, lost datagrams, probing off). */
+			ripc__log_rl(RIPC_LOG_WARN,
+				     "service %u is also registered by process "
+				     "%d of host %016llx: duplicate "
+				     "registration",
+				     d->service, (int)d->info.pid,
+				     (unsigned long long)d->info.host_id);
 		learn(d->service, &d->info, d->flags & RES_F_MCAST,
 		      d->flags & RES_F_DOWN);
 		break;
+	case RES_PROBE:
+		probe_input(d, from);
+		break;
+	case RES_DEFEND: {
+		struct res_probe *p = probe_find(d->service);
+
+		if (p && p->nonce == d->nonce) {
+			p->conflict = true;
+			p->by = d->info;
+		}
+		break;
+	}
 	}
 }
 
@@ -544,21 +758,36 @@ void ripc__resolver_wait_leave(void)
 
 void ripc__resolver_wait(unsigned timeout_us)
 {
-	/* Without the lock: only the sockets are looked at. */
-	struct pollfd pfd[2] = { { .fd = res.ufd, .events = POLLIN },
-				 { .fd = res.wfd, .events = POLLIN } };
+	/* Without the lock: only the sockets and the directory's eventfd
+	 * are looked at (an answer of the directory also ends the wait). */
+	struct pollfd pfd[3];
 	struct timespec ts = { 0, (long)timeout_us * 1000 };
+	int dfd = ripc__dir_wait_fd();
+	unsigned n = 0, wk = 0, dk = 0;
 
-	if (!res.enabled || res.ufd < 0 || res.wfd < 0) {
+	if (res.enabled && res.ufd >= 0 && res.wfd >= 0) {
+		pfd[n++] = (struct pollfd){ .fd = res.ufd, .events = POLLIN };
+		wk = n;
+		pfd[n++] = (struct pollfd){ .fd = res.wfd, .events = POLLIN };
+	}
+	if (dfd >= 0) {
+		dk = n + 1;
+		pfd[n++] = (struct pollfd){ .fd = dfd, .events = POLLIN };
+	}
+	if (!n) {
 		nanosleep(&ts, NULL);
 		return;
 	}
-	if (ppoll(pfd, 2, &ts, NULL) > 0 && (pfd[1].revents & POLLIN)) {
+	if (ppoll(pfd, n, &ts, NULL) > 0) {
 		uint64_t v;
 
 		/* Drained by the first waiter to wake: another waiter may
 		 * then sleep out its timeout (1 ms), never longer. */
-		if (read(res.wfd, &v, sizeof(v)) < 0)
+		if (wk && (pfd[wk].revents & POLLIN) &&
+		    read(res.wfd, &v, sizeof(v)) < 0)
+			(void)0;
+		if (dk && (pfd[dk - 1].revents & POLLIN) &&
+		    read(dfd, &v, sizeof(v)) < 0)
 			(void)0;
 	}
 }

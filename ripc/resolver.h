@@ -41,7 +41,8 @@ void ripc__resolver_close(void);
 int ripc__resolver_fd(int which);
 /* Read and handle every pending datagram.  Lock held. */
 int ripc__resolver_input(void);
-/* Sleep until an answer may be there, at most timeout_us (< 1 s).
+/* Sleep until an answer may be there (of the resolver, or of the service
+ * directory: its wait fd is drained here), at most timeout_us (< 1 s).
  * Called WITHOUT the library lock, between enter and leave, which are
  * called with it held: input another thread reads meanwhile wakes the
  * waiter. */
@@ -69,5 +70,37 @@ uint64_t ripc__resolver_version(void);
 void ripc__resolver_announce(uint16_t id, bool up, bool mcast);
 
 bool ripc__resolver_enabled(void);
+/* The resolver runs on a loopback interface: only this host hears it. */
+bool ripc__resolver_loopback(void);
+/* "multicast <group>:<port> via <address>" or "off", for messages. */
+void ripc__resolver_describe(char *buf, unsigned len);
+
+/*
+ * Duplicate detection across hosts (no directory; ripc_protocol(7),
+ * RESOLVER).  All four are called with the library lock held and never
+ * block; the caller waits between them without the lock (for example in
+ * ripc__resolver_wait), for up to ripc__resolver_probe_ns(), while answers
+ * arrive through ripc__resolver_input() (the progress thread's, or the
+ * caller's own after it takes the lock again).
+ *
+ * probe_ns: the window to listen in; 0 when there is nothing to do (the
+ *   resolver is off or on loopback, a directory is configured, or
+ *   RIPC_RESOLVER_PROBE_MS=0).
+ * probe_begin: multicast a PROBE for id (mcast: the caller joins a
+ *   multicast group, which conflicts only with unicast holders) and start
+ *   listening.  0; -ENOSYS (probe_ns is 0), -EALREADY (this process is
+ *   already probing id), -EBUSY (too many probes at once: the caller goes
+ *   on without one), -EIO (no random nonce).
+ * probe_result: 0 while nobody objected, -EEXIST once another process
+ *   holds id (or probes it with a lower incarnation), -ENOENT if id is not
+ *   being probed.  Sends the PROBE a second time halfway through the
+ *   window.
+ * probe_end: forget the probe (always, after probe_begin returned 0);
+ *   `by`, if not NULL, receives who objected (zeroed if nobody did).
+ */
+uint64_t ripc__resolver_probe_ns(void);
+int ripc__resolver_probe_begin(uint16_t id, bool mcast);
+int ripc__resolver_probe_result(uint16_t id);
+void ripc__resolver_probe_end(uint16_t id, struct ripc_reg_proc_info *by);
 
 #endif

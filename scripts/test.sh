@@ -12,6 +12,8 @@
 #      the lifecycle suite: finalize races, SIGTERM/SIGINT, stopped peers,
 #      short timeouts, fork (test/scripts/lifecycle.sh); the event-loop
 #      example over shm and tcp;
+#      the ZooKeeper service directory and multicast duplicate detection
+#      (test/scripts/directory.sh; Notrun without ZooKeeper);
 #   2c. make install, a program built against the installed library with
 #      pkg-config, make distcheck (scripts/check-install.sh);
 #   2d. README.md as written, in a fresh clone of the committed tree:
@@ -121,6 +123,18 @@ run_example() { # <prov>
 }
 run_example shm
 run_example tcp
+# Resolution across hosts through a ZooKeeper ensemble, duplicate IDs
+# (issue 13): a real ensemble, namespaces as hosts.
+run_directory() { # <builddir> <label>
+	local out=$log/$2.directory p f
+	test/scripts/directory.sh -b "$1/test/functional" 2>/dev/null |
+		tee "$out" | grep -E '^[a-z].*(Fail|Notrun)' || true
+	p=$(tail -n 1 "$out" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p')
+	f=$(tail -n 1 "$out" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p')
+	[ -z "$p" ] && { p=0; f=1; }
+	tally "$2: directory" "$p" "$f"
+}
+run_directory build default
 
 # make install, pkg-config against the installed library, make distcheck.
 run_install() {
@@ -151,10 +165,10 @@ run_readme
 run_fuzz() {
 	local out=$log/fuzz
 	if test/fuzz/run.sh 30 all >"$out" 2>&1; then
-		tally "fuzz (wire, resolver decoders)" 2 0
+		tally "fuzz (wire, resolver, directory record decoders)" 3 0
 	else
 		tail -n 30 "$out"
-		tally "fuzz (wire, resolver decoders)" 0 1
+		tally "fuzz (wire, resolver, directory record decoders)" 0 1
 	fi
 }
 

@@ -21,6 +21,7 @@
  * and reads the registry without publishing itself in it.
  */
 #include <dirent.h>
+#include <poll.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -33,6 +34,7 @@
 
 #include <rdma/fabric.h>
 
+#include "directory.h"
 #include "locality.h"
 #include "ripc_int.h"
 
@@ -408,6 +410,71 @@ static int show_topology(void)
 	return 0;
 }
 
+/* ---- resolution across hosts ---------------------------------------- */
+
+/* The directory engines compiled in and, with RIPC_DIRECTORY set, the
+ * directory's state: a session of our own (never claiming anything) and
+ * one lookup, answered or not within 3 s. */
+static int show_resolution(void)
+{
+	const char *url = ripc__env_str(RIPC_ENV_DIRECTORY);
+	const char *engines = ripc__dir_engines();
+	bool dir_set = *url != '\0';
+	struct ripc_dir_cfg cfg = { .session_timeout_ms = 4000 };
+	struct ripc_reg_proc_info out[1];
+	uint64_t t0, end;
+	char state[600];
+	bool mcast;
+	int ret = 0, r;
+
+	kv("resolution.directory_engines", "%s", *engines ? engines : "none");
+	kv("resolution.directory", "%s", dir_set ? url : "none");
+	if (!ripc__env_bool(RIPC_ENV_RESOLVER))
+		kv("resolution.multicast", "off (RIPC_RESOLVER=%s)",
+		   ripc__env_str(RIPC_ENV_RESOLVER));
+	else if (dir_set && !ripc__env_is_set(RIPC_ENV_RESOLVER))
+		kv("resolution.multicast", "off (RIPC_DIRECTORY is set)");
+	else
+		kv("resolution.multicast", "on (%s:%s via %s)",
+		   ripc__env_str(RIPC_ENV_RESOLVER_GROUP),
+		   ripc__env_str(RIPC_ENV_RESOLVER_PORT),
+		   *ripc__env_str(RIPC_ENV_RESOLVER_ADDR)
+			   ? ripc__env_str(RIPC_ENV_RESOLVER_ADDR)
+			   : ripc__env_str(RIPC_ENV_TCP_ADDR));
+	if (!dir_set)
+		return 0;
+	r = ripc__dir_open(url, &cfg);
+	if (r) {
+		kv("resolution.directory_state", "unusable (%s)",
+		   r == -ENOTSUP ? "built without this engine"
+				 : r == -EINVAL ? "malformed URL" : strerror(-r));
+		return 1;
+	}
+	t0 = ripc__now_ns();
+	end = t0 + 3000000000ull;
+	for (;;) {
+		struct pollfd p = { .fd = ripc__dir_wait_fd(), .events = POLLIN };
+		uint64_t v;
+
+		r = ripc__dir_lookup(RIPC_MAX_SERVICE_ID, out, 1, &mcast);
+		if (r >= 0 || ripc__now_ns() >= end)
+			break;
+		if (poll(&p, 1, 50) > 0 && read(p.fd, &v, sizeof(v)) < 0)
+			(void)0;
+	}
+	ripc__dir_describe(state, sizeof(state));
+	kv("resolution.directory_state", "%s", state);
+	if (r >= 0) {
+		kv("resolution.directory_answer_ms", "%.1f",
+		   (double)(ripc__now_ns() - t0) / 1e6);
+	} else {
+		kv("resolution.directory_answer_ms", "none within 3000");
+		ret = 1;
+	}
+	ripc__dir_close();
+	return ret;
+}
+
 /* ---- counters ------------------------------------------------------- */
 
 /* Every field of struct ripc_stats, in order. */
@@ -531,6 +598,7 @@ int main(int argc, char **argv)
 		kv("version.hwloc", "%s", ripc__loc_hwloc_version());
 		show_transports();
 		show_limits();
+		ret |= show_resolution();
 	}
 	if (env)
 		show_env();

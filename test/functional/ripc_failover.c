@@ -17,8 +17,14 @@
  *       Measures the first resolution of n IDs held on another host and
  *       prints "libripc resolver 0 lat_us <median> us" lines.
  * Times are CLOCK_MONOTONIC, the same clock in every namespace.
+ *
+ * For test/scripts/directory.sh (issue 13), in the environment of
+ * `service`: RIPC_TEST_REG_TRIES (default 300) registration attempts 10 ms
+ * apart, after which it prints "REGFAIL <label> <t_ns> <error>" and exits
+ * 1; RIPC_TEST_MCAST=1 registers <id> as a multicast ID.
  */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,15 +52,29 @@ static int service(uint16_t id, const char *label)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct ripc_stats st;
+	const char *t = getenv("RIPC_TEST_REG_TRIES");
+	const char *m = getenv("RIPC_TEST_MCAST");
+	int tries = t ? atoi(t) : 300;
+	bool mcast = m && !strcmp(m, "1");
 
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGUSR1, &sa, NULL);
 	/* A restarted instance may start before the old one is reaped: retry
 	 * for a while (the registry reclaims dead owners). */
-	for (int i = 0; !ripc_register_service_id(id); i++) {
-		if (i == 300) {
+	for (int i = 1;
+	     !(mcast ? ripc_register_multicast_service_id(id)
+		     : ripc_register_service_id(id));
+	     i++) {
+		if (i >= tries) {
+			int e = ripc_last_error();
+
+			printf("REGFAIL %s %llu %s\n", label,
+			       (unsigned long long)now_ns(),
+			       e == RIPC_EINUSE	    ? "EINUSE"
+			       : e == RIPC_ETIMEDOUT ? "ETIMEDOUT"
+						     : "other");
 			fprintf(stderr, "service %s: register %u: %s\n", label,
-				id, ripc_strerror(ripc_last_error()));
+				id, ripc_strerror(e));
 			return 1;
 		}
 		usleep(10000);
@@ -212,6 +232,7 @@ static int resolve(uint16_t first, int n)
 	}
 	if (!got) {
 		fprintf(stderr, "resolve: nothing resolved\n");
+		free(lat);
 		return 1;
 	}
 	qsort(lat, (size_t)got, sizeof(*lat), cmp_u64);

@@ -60,7 +60,7 @@ static bool spec_ok(const uint8_t *b, size_t len, struct spec_dgram *s)
 		return false;
 	if (rd(b, 4) != 0x52495052 || b[4] != 1)
 		return false;
-	if (b[5] < 1 || b[5] > 3) /* QUERY, ANSWER, ANNOUNCE */
+	if (b[5] < 1 || b[5] > 5) /* QUERY, ANSWER, ANNOUNCE, PROBE, DEFEND */
 		return false;
 	if (rd(b + 6, 2) > 65534)
 		return false;

@@ -1,11 +1,12 @@
 /*
  * Seed corpus for the fuzz targets: one file per message, written with the
- * library's own encoders (ripc__wire_encode, ripc__res_encode), so that the
+ * library's own encoders (ripc__wire_encode, ripc__res_encode,
+ * ripc__dir_rec_encode), so that the
  * fuzzer starts from messages a real peer sends and mutates them into
  * near-misses of every check.
  *
  * Usage: gen_corpus <dir>
- *   writes the files into <dir>/wire and <dir>/resolver.
+ *   writes the files into <dir>/wire, <dir>/resolver and <dir>/dirrec.
  *
  * Every seed is decoded again before it is written; a seed the decoder
  * refuses is a bug (in the encoder, the decoder or this program) and makes
@@ -17,17 +18,24 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "dir_record.h"
 #include "resolver.h"
 #include "wire.h"
 
 /* Resolver datagram types and flags (ripc_protocol(7), RESOLVER); the
  * names are private to resolver.c. */
-enum { RES_QUERY = 1, RES_ANSWER = 2, RES_ANNOUNCE = 3 };
+enum {
+	RES_QUERY = 1,
+	RES_ANSWER = 2,
+	RES_ANNOUNCE = 3,
+	RES_PROBE = 4,
+	RES_DEFEND = 5
+};
 #define RES_F_MCAST 0x1u
 #define RES_F_DOWN 0x2u
 
 static const char *outdir;
-static unsigned nwire, nres;
+static unsigned nwire, nres, ndir;
 
 static void die(const char *what)
 {
@@ -277,6 +285,66 @@ static void gen_resolver(void)
 	res("announce-mcast-up", &d);
 	d.flags = RES_F_MCAST | RES_F_DOWN;
 	res("announce-mcast-down", &d);
+
+	/* Duplicate detection: a unicast and a multicast PROBE, a DEFEND
+	 * from a unicast holder and one from a member. */
+	d = base;
+	d.type = RES_PROBE;
+	d.nonce = 0x0badc0ffee0ddf00ull;
+	d.reply_port = 40124;
+	res("probe", &d);
+	d.flags = RES_F_MCAST;
+	res("probe-mcast", &d);
+	d = base;
+	d.type = RES_DEFEND;
+	d.nonce = 0x0badc0ffee0ddf00ull;
+	set_addr(&d, RIPC_PROV_TCP, 16);
+	res("defend", &d);
+	d.flags = RES_F_MCAST;
+	res("defend-mcast", &d);
+}
+
+/* ---- directory records -------------------------------------------------- */
+
+static void dir(const char *name, const struct ripc_dir_rec *r)
+{
+	uint8_t buf[RIPC_DIR_REC_MAX];
+	struct ripc_dir_rec back;
+	size_t n = ripc__dir_rec_encode(r, buf);
+
+	if (ripc__dir_rec_decode(buf, n, &back) != r->kind) {
+		fprintf(stderr, "gen_corpus: %s: decoder refuses it\n", name);
+		exit(1);
+	}
+	write_file("dirrec", name, buf, n);
+	ndir++;
+}
+
+static void gen_dirrec(void)
+{
+	struct ripc_dir_rec r = {
+		.kind = RIPC_DIR_REC_HOLDER,
+		.info = { .incarnation = 0x0123456789abcdefull,
+			  .host_id = 0x1badb002cafef00dull,
+			  .pid = 12345 },
+		.starttime = 8765432,
+	};
+	struct res_dgram tmp;
+
+	dir("holder-0", &r);
+	memset(&tmp, 0, sizeof(tmp));
+	set_addr(&tmp, RIPC_PROV_TCP, 16);
+	r.info.addr[RIPC_PROV_TCP] = tmp.info.addr[RIPC_PROV_TCP];
+	dir("holder-tcp", &r);
+	set_addr(&tmp, RIPC_PROV_SHM, 24);
+	r.info.addr[RIPC_PROV_SHM] = tmp.info.addr[RIPC_PROV_SHM];
+	dir("holder-shm-tcp", &r);
+	set_addr(&tmp, RIPC_PROV_VERBS, RIPC_ADDR_MAX);
+	r.info.addr[RIPC_PROV_VERBS] = tmp.info.addr[RIPC_PROV_VERBS];
+	dir("holder-3", &r);
+	memset(&r, 0, sizeof(r));
+	r.kind = RIPC_DIR_REC_GROUP;
+	dir("group", &r);
 }
 
 int main(int argc, char **argv)
@@ -288,9 +356,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	outdir = argv[1];
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		snprintf(path, sizeof(path), "%s/%s", outdir,
-			 i ? "resolver" : "wire");
+			 i == 2 ? "dirrec" : i ? "resolver" : "wire");
 		if (mkdir(outdir, 0777) && errno != EEXIST)
 			die(outdir);
 		if (mkdir(path, 0777) && errno != EEXIST)
@@ -298,7 +366,9 @@ int main(int argc, char **argv)
 	}
 	gen_wire();
 	gen_resolver();
-	printf("gen_corpus: %u wire messages, %u resolver datagrams in %s\n",
-	       nwire, nres, outdir);
+	gen_dirrec();
+	printf("gen_corpus: %u wire messages, %u resolver datagrams, %u "
+	       "directory records in %s\n",
+	       nwire, nres, ndir, outdir);
 	return 0;
 }

@@ -3,7 +3,7 @@
 #
 # Usage: test/fuzz/run.sh [seconds] [target] [-- libFuzzer options...]
 #   seconds  time per target (default 30; 0 = only build and replay)
-#   target   wire | resolver | all (default all)
+#   target   wire | resolver | dirrec | all (default all)
 #   Options after -- go to every libFuzzer run, e.g. -- -runs=10000000.
 #
 # Environment:
@@ -20,6 +20,8 @@
 #   wire      ripc__wire_decode, checked against ripc_protocol(7) and the
 #             encoder (fuzz_wire.c)
 #   resolver  ripc__res_decode, likewise (fuzz_resolver.c)
+#   dirrec    ripc__dir_rec_decode, the records of service directory nodes
+#             (fuzz_dirrec.c)
 #
 # Each target starts from a seed corpus of valid messages that
 # gen_corpus.c writes with the library's encoders; inputs found in
@@ -38,13 +40,13 @@ while [ $# -gt 0 ]; do
 	--) shift; extra=("$@"); break ;;
 	-h|--help) sed -n '2,31p' "$0"; exit 0 ;;
 	[0-9]*) secs=$1 ;;
-	wire|resolver|all) which=$1 ;;
+	wire|resolver|dirrec|all) which=$1 ;;
 	*) echo "run.sh: unknown argument: $1" >&2; exit 2 ;;
 	esac
 	shift
 done
 case $which in
-all) targets=(wire resolver) ;;
+all) targets=(wire resolver dirrec) ;;
 *) targets=("$which") ;;
 esac
 
@@ -96,7 +98,10 @@ build() {
 	for src in "$top"/ripc/*.c "$top"/prov/*.c "$top"/prov/*/*.c; do
 		o=$obj/$(echo "${src#"$top"/}" | tr / _).o
 		case $src in
-		*/ripc/wire.c|*/ripc/resolver.c)
+		# The ZooKeeper engine needs the client library and is not
+		# under test; without RIPC_HAVE_ZOOKEEPER nothing refers to it.
+		*/ripc/dir_zk.c) continue ;;
+		*/ripc/wire.c|*/ripc/resolver.c|*/ripc/dir_record.c)
 			compile "$o" "$src" "${cov[@]}" & ;;
 		*)
 			compile "$o" "$src" & ;;
@@ -113,7 +118,7 @@ build() {
 	[ "$fail" = 0 ] || return 1
 	rm -f "$obj/libcore.a"
 	ar rcs "$obj/libcore.a" "${core[@]}" || return 1
-	for t in wire resolver; do
+	for t in wire resolver dirrec; do
 		"$CC" "${cflags[@]}" "${cppflags[@]}" "${san[@]}" \
 			-fsanitize=fuzzer "$top/test/fuzz/fuzz_$t.c" \
 			"$obj/libcore.a" "${libs[@]}" -o "$work/bin/fuzz_$t" ||
@@ -150,6 +155,9 @@ for t in "${targets[@]}"; do
 	# Datagrams are read into RES_MAX_DGRAM + 1 = 383 bytes; allow more
 	# so that oversized ones are tried too.
 	resolver) maxlen=512 ;;
+	# A record is at most 382 bytes; ZooKeeper nodes hold up to 1 MB,
+	# and the engine refuses more than 382 before decoding.
+	dirrec) maxlen=1024 ;;
 	esac
 
 	# Known crashers first: they must not crash any more.
@@ -194,6 +202,7 @@ coverage() { # <target>
 	case $t in
 	wire) src=ripc/wire.c ;;
 	resolver) src=ripc/resolver.c ;;
+	dirrec) src=ripc/dir_record.c ;;
 	esac
 	bin=$work/bin/cov_$t
 	prof=$work/cov_$t
@@ -206,7 +215,7 @@ coverage() { # <target>
 	"llvm-profdata$v" merge -sparse "$prof.profraw" -o "$prof.profdata" ||
 		return 1
 	echo "# coverage of $src by the $t corpus:"
-	if [ "$t" = wire ]; then
+	if [ "$t" = wire ] || [ "$t" = dirrec ]; then
 		"llvm-cov$v" report -show-functions "$bin" \
 			-instr-profile="$prof.profdata" "$top/$src"
 	else
