@@ -93,7 +93,11 @@ int ripc__progress(void)
 	uint64_t now = need_now ? ripc__now_ns() : 0;
 	int total = 0;
 
-	if (CTX->exiting)
+	/* Once finalize (or exit) has begun, the transports are not touched
+	 * again until they are closed: a caller woken with RIPC_ESHUTDOWN
+	 * may reuse what it exposed, and tcp would otherwise still send read
+	 * responses from it. */
+	if (CTX->shutting_down || CTX->exiting)
 		return 0;
 	for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
 		struct ripc_tp *t = &CTX->tp[i];

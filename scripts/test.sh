@@ -213,7 +213,7 @@ if [ "${RIPC_TEST_QUICK:-0}" != 1 ]; then
 		unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
 		export TSAN_OPTIONS="halt_on_error=0 exitcode=66 die_after_fork=0 report_signal_unsafe=0 suppressions=$top/test/tsan.supp"
 		run_make_check build-tsan tsan
-		run_counted "tsan: lifecycle (shm tcp, 5 runs a case)" \
+		LC_SLOW=3 run_counted "tsan: lifecycle (shm tcp, 5 runs a case)" \
 			test/scripts/lifecycle.sh -b build-tsan/test/functional \
 			-n 5 -c finalize,sigterm,sigint,stopserver,stopclient,sendexit \
 			shm tcp

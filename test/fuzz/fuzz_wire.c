@@ -145,10 +145,10 @@ static int spec_decode(const uint8_t *b, size_t len, struct spec_msg *s)
 		24 * (size_t)(s->nlong + s->nret);
 	if (fixed + ((s->flags & 1) ? 2 : 0) > len)
 		return RIPC_WIRE_LEN_BAD;
-	/* 11. item lengths 1..65536, sum at most 65536 */
+	/* 11. item lengths 0..65536, sum at most 65536 */
 	for (unsigned i = 0; i < s->nshort; i++) {
 		s->short_len[i] = (uint32_t)rd(b + 48 + 4 * i, 4);
-		if (s->short_len[i] < 1 || s->short_len[i] > 65536)
+		if (s->short_len[i] > 65536)
 			return RIPC_WIRE_ITEM_BAD;
 		sum += s->short_len[i];
 		payload += pad8(s->short_len[i]);
@@ -157,7 +157,9 @@ static int spec_decode(const uint8_t *b, size_t len, struct spec_msg *s)
 		return RIPC_WIRE_ITEM_BAD;
 	if (s->nshort & 1)
 		add_pad(s, 48 + 4 * (size_t)s->nshort, 4);
-	/* 12. descriptors, long ones first: len != 0, addr + len < 2^64 */
+	/* 12. descriptors, long ones first: len != 0, addr + len < 2^64; a
+	 * long (not a return-buffer) descriptor may be {0, 0, 0}: an empty
+	 * item */
 	ndesc = s->nlong + s->nret;
 	off = 48 + pad8(4 * (size_t)s->nshort);
 	for (unsigned i = 0; i < ndesc; i++, off += 24) {
@@ -167,7 +169,7 @@ static int spec_decode(const uint8_t *b, size_t len, struct spec_msg *s)
 		d->key = rd(b + off + 8, 8);
 		d->len = (uint32_t)rd(b + off + 16, 4);
 		d->aux = (uint32_t)rd(b + off + 20, 4);
-		if (d->len == 0 ||
+		if ((d->len == 0 && (i >= s->nlong || d->addr || d->key)) ||
 		    (unsigned __int128)d->addr + d->len >=
 			    (unsigned __int128)1 << 64)
 			return RIPC_WIRE_DESC_BAD;
