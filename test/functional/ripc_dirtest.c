@@ -286,7 +286,7 @@ int main(int argc, char **argv)
 	fclose(fp);
 	connect_str[strcspn(connect_str, "\n")] = '\0';
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	ripc__log_init();
+	ripc__env_load_log_level();
 	/* A chroot of this run: reruns against one ensemble do not meet. */
 	snprintf(chroot_path, sizeof(chroot_path), "/dirtest%d", (int)getpid());
 	snprintf(url, sizeof(url), "zk://%s%s", connect_str, chroot_path);
