@@ -15,7 +15,8 @@ cd "$top"
 PKGS=(gcc g++ make autoconf automake libtool pkg-config
       libfabric-dev libfabric-bin libhwloc-dev libcriterion-dev
       groff-base man-db iproute2 procps gnuplot-nox valgrind
-      clang libclang-rt-14-dev)
+      clang libclang-rt-14-dev
+      libzmq3-dev libnng-dev ucx-utils)
 
 do_deps() {
 	local missing=()
