@@ -121,6 +121,9 @@
 #   QUIET_MAX [25]: summaries leave out samples whose step ran under more
 #       foreign load than this (%), when quieter samples exist
 #   BUILD [1]  BUILD_DIR [build-bench]  OUT_DIR  DOC  NOTES  PLOTS [1]
+#   LIFE_NOTES [test/benchmarks/life_notes.md]: included verbatim after the
+#       service-life tables (soak and churn figures, which run_bench.sh
+#       does not measure)
 #   PEERS_BASELINE [../shared/bench/peers/baseline/summary.txt]: shown
 #       as a table of its own (another day's run), if readable
 #   RESULTS_FROM=docs/perf/results-<date>.txt: measure nothing, only
@@ -173,6 +176,7 @@ BUILD_DIR=${BUILD_DIR:-$SRC/build-bench}
 OUT_DIR=${OUT_DIR:-$SRC/docs/perf}
 DOC=${DOC:-$SRC/docs/PERFORMANCE.md}
 NOTES=${NOTES:-$HERE/perf_notes.md}
+LIFE_NOTES=${LIFE_NOTES:-$HERE/life_notes.md}
 PLOTS=${PLOTS:-1}
 # The peers' baseline (../shared/bench/peers), shown for orientation.
 PEERS_BASELINE=${PEERS_BASELINE:-$SRC/../shared/bench/peers/baseline/summary.txt}
@@ -1567,6 +1571,10 @@ EOF
 			done
 		done
 		echo "| kernel TCP, blocked in recv() | tcp | $(cell "tcp_socket tcp 0 idle_cpu_pct") | $(cell "tcp_socket tcp 0 idle_wakeups") |"
+		echo
+	fi
+	if [ -f "$LIFE_NOTES" ]; then
+		cat "$LIFE_NOTES"
 		echo
 	fi
 	if [ -r "$PEERS_BASELINE" ]; then
