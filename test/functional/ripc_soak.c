@@ -299,9 +299,12 @@ static bool request(uint16_t me, uint16_t srv, uint64_t seq, bool is_long,
 	 * reply we drop here is freed all the same. */
 	ft_msg_free(&m, true);
 out:
-	/* Our own long-send buffer must outlive its exposure. */
-	if (is_long && ripc_buf_exposed(data))
+	/* Our own long-send items (the header lives on this stack) must
+	 * outlive their exposure. */
+	if (is_long && (ripc_buf_exposed(data) || ripc_buf_exposed(&h))) {
 		ripc_wait_released(data, REPLY_MS);
+		ripc_wait_released(&h, REPLY_MS);
+	}
 	free(data);
 	return ok;
 }

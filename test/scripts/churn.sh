@@ -145,10 +145,31 @@ FIRST_BAD=$(grep -m1 -E 'no reply|register|ripc_init' "$WORK/seq.err")
 [ -n "$FIRST_BAD" ] && log "first client error: $FIRST_BAD ($(grep -c -E 'no reply|register|ripc_init' "$WORK/seq.err") errors)"
 FIRST_FAIL=$(sed -n 's/^churn-seq first failure at client //p' "$WORK/seq.out")
 
-# Concurrent clients.
+# Concurrent clients.  Each holds a whole library instance: measure one
+# (an idle probe on the same transport) and do not start more than 80 % of
+# the available memory can hold; the check then fails, saying why.
+CRUN=$C PROBE_KB=0
+RIPC_PROVIDER=$PROV timeout -k 3 60 sh -c 'echo $$ > "$0"; exec "$@"' "$WORK/probe.pid" \
+	"$SOAK" -p "$PROV" -x idle > "$WORK/probe.out" 2>&1 &
+for ((i = 0; i < 100; i++)); do
+	grep -q '^soak-idle' "$WORK/probe.out" 2> /dev/null && break
+	sleep 0.1
+done
+PROBE=$(cat "$WORK/probe.pid" 2> /dev/null)
+if [ -n "$PROBE" ]; then
+	echo "$PROBE" >> "$WORK/pids"
+	PROBE_KB=$(rss_kb "$PROBE")
+	stop_pid "$PROBE"
+fi
+AVAIL_KB=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)
+if [ "${PROBE_KB:-0}" -gt 0 ] && [ $((C * PROBE_KB)) -gt $((AVAIL_KB * 8 / 10)) ]; then
+	CRUN=$((AVAIL_KB * 8 / 10 / PROBE_KB))
+	log "one $PROV client holds ${PROBE_KB} kB RSS; $C of them would need $((C * PROBE_KB / 1024)) MB" \
+		"of $((AVAIL_KB / 1024)) MB available: running $CRUN"
+fi
 T2=$(date +%s.%N)
 RIPC_PROVIDER=$PROV timeout -k 3 "$LIMIT" sh -c 'echo $$ > "$0"; exec "$@"' "$WORK/drv.pid" \
-	"$SOAK" -p "$PROV" -x conc -I "$C" "$ID" > "$WORK/conc.out" 2> "$WORK/conc.err" &
+	"$SOAK" -p "$PROV" -x conc -I "$CRUN" "$ID" > "$WORK/conc.out" 2> "$WORK/conc.err" &
 DRV_PID=$!
 wait "$DRV_PID"
 DRV_PID=""
@@ -168,7 +189,7 @@ echo "transport $PROV, server pid $SRV_PID, $(($(date +%s) - START)) s in all"
 echo "server RSS kB: start $RSS0, after 100 clients $RSS100, after $N clients $RSSN, after $C concurrent $RSSC"
 echo "server fds:    start $FD0, after 100 clients $FD100, after $N clients $FDN, after $C concurrent $FDC"
 echo "sequential: ${SEQ_OK:-0} of $N answered${FIRST_FAIL:+; the first without a reply was client $FIRST_FAIL}"
-echo "concurrent: ${CONC_OK:-0} of $C answered"
+echo "concurrent: ${CONC_OK:-0} of $C answered$([ "$CRUN" != "$C" ] && echo " (only $CRUN started: memory, ${PROBE_KB} kB per client)")"
 check "$([ "${SEQ_OK:-0}" = "$N" ] && echo 1 || echo 0)" "all $N sequential clients answered (${SEQ_OK:-0})"
 check "$(awk -v a="$RSS100" -v b="$RSSN" 'BEGIN { print (a > 0 && b <= a * 1.10 && b >= a * 0.90) ? 1 : 0 }')" \
 	"server RSS after $N clients within 10 % of RSS after 100 ($RSSN vs $RSS100 kB)"
