@@ -1518,8 +1518,8 @@ EOF
 		done
 	fi
 	# ---- issue 12: service life ----
-	if grep -q -e '_think[0-9]*ms ' -e '_first' -e ' idle_cpu_pct ' "$SUMMARY"; then
-		echo "## Service life: sparse traffic, first contact, idle cost"
+	if grep -q -e '_think[0-9]*ms ' -e '_first' -e ' idle_cpu_pct ' "$SUMMARY" || [ -f "$LIFE_NOTES" ]; then
+		echo "## Service life: sparse traffic, first contact, idle cost, churn, soak"
 		echo
 	fi
 	if grep -q '_think[0-9]*ms ' "$SUMMARY"; then
@@ -1573,7 +1573,7 @@ EOF
 		echo "| kernel TCP, blocked in recv() | tcp | $(cell "tcp_socket tcp 0 idle_cpu_pct") | $(cell "tcp_socket tcp 0 idle_wakeups") |"
 		echo
 	fi
-	if [ -f "$LIFE_NOTES" ]; then
+	if [ -f "$LIFE_NOTES" ]; then # ### sections of their own
 		cat "$LIFE_NOTES"
 		echo
 	fi
