@@ -103,6 +103,7 @@ START=$(date +%s)
 # The server: no ID argument; pid recorded before exec.
 timeout -k 3 "$LIMIT" sh -c 'echo $$ > "$0"; exec "$@"' "$WORK/srv.pid" \
 	"$SOAK" -r "$WORK/ready" > "$WORK/srv.out" 2> "$WORK/srv.err" &
+SRV_WRAP=$!
 for ((i = 0; i < 100; i++)); do
 	[ -s "$WORK/ready" ] && break
 	sleep 0.1
@@ -146,8 +147,10 @@ FIRST_BAD=$(grep -m1 -E 'no reply|register|ripc_init' "$WORK/seq.err")
 FIRST_FAIL=$(sed -n 's/^churn-seq first failure at client //p' "$WORK/seq.out")
 
 # Concurrent clients.  Each holds a whole library instance: measure one
-# (an idle probe on the same transport) and do not start more than 80 % of
-# the available memory can hold; the check then fails, saying why.
+# (an idle probe on the same transport), count half as much again for the
+# request in flight, and do not start more than half the available memory
+# holds (the machine is shared; the clients also offer themselves to the
+# OOM killer first); the check then fails, saying why.
 CRUN=$C PROBE_KB=0
 RIPC_PROVIDER=$PROV timeout -k 3 60 sh -c 'echo $$ > "$0"; exec "$@"' "$WORK/probe.pid" \
 	"$SOAK" -p "$PROV" -x idle > "$WORK/probe.out" 2>&1 &
@@ -162,9 +165,10 @@ if [ -n "$PROBE" ]; then
 	stop_pid "$PROBE"
 fi
 AVAIL_KB=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)
-if [ "${PROBE_KB:-0}" -gt 0 ] && [ $((C * PROBE_KB)) -gt $((AVAIL_KB * 8 / 10)) ]; then
-	CRUN=$((AVAIL_KB * 8 / 10 / PROBE_KB))
-	log "one $PROV client holds ${PROBE_KB} kB RSS; $C of them would need $((C * PROBE_KB / 1024)) MB" \
+NEED_KB=$((PROBE_KB * 3 / 2))
+if [ "$NEED_KB" -gt 0 ] && [ $((C * NEED_KB)) -gt $((AVAIL_KB / 2)) ]; then
+	CRUN=$((AVAIL_KB / 2 / NEED_KB))
+	log "one idle $PROV client holds ${PROBE_KB} kB RSS; $C of them would need ~$((C * NEED_KB / 1024)) MB" \
 		"of $((AVAIL_KB / 1024)) MB available: running $CRUN"
 fi
 T2=$(date +%s.%N)
@@ -183,7 +187,12 @@ FIRST_BAD=$(grep -m1 -E 'no reply|register|ripc_init' "$WORK/conc.err")
 
 [ -s "$WORK/srv.err" ] && log "server's first error: $(head -1 "$WORK/srv.err") ($(wc -l < "$WORK/srv.err") lines)"
 ALIVE=0
-alive "$SRV_PID" && ALIVE=1
+if alive "$SRV_PID"; then
+	ALIVE=1
+else
+	wait "$SRV_WRAP"
+	log "the server is gone: exit status $? (137 = SIGKILL, e.g. by the OOM killer)"
+fi
 echo
 echo "transport $PROV, server pid $SRV_PID, $(($(date +%s) - START)) s in all"
 echo "server RSS kB: start $RSS0, after 100 clients $RSS100, after $N clients $RSSN, after $C concurrent $RSSC"
