@@ -45,7 +45,7 @@
  * reply, reports and then waits until the driver has heard from all (or
  * given up after 60 s + 0.5 s per child), so that all hold their
  * connection at the same time.  Both end with
- *     churn-seq n 2000 answered 2000 failed 0 time 123.4 s
+ *     churn-seq n 2000 answered 2000 failed 0 time 123.4 s [attempted 2000]
  * and exit 0 only if all were answered.  Children are ended by pid if
  * they outstay their limit; /dev/shm files they leave are removed.
  */
@@ -458,9 +458,10 @@ static int churn_seq(void)
 	}
 	if (first_fail)
 		printf("churn-seq first failure at client %ld\n", first_fail);
-	printf("churn-seq n %ld answered %ld failed %ld time %.1f s\n",
+	printf("churn-seq n %ld answered %ld failed %ld time %.1f s "
+	       "attempted %ld\n",
 	       ft.iterations, answered, ft.iterations - answered,
-	       ft_now() - t0);
+	       ft_now() - t0, i);
 	return answered == ft.iterations ? 0 : 1;
 }
 
