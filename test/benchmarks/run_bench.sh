@@ -1,7 +1,7 @@
 #!/bin/bash
 # run_bench.sh - libripc against raw libfabric (and kernel TCP), one run.
 #
-#   test/benchmarks/run_bench.sh            # from anywhere; ~13-15 min
+#   test/benchmarks/run_bench.sh            # from anywhere; ~30-35 min
 #   REPS=7 LAT_SEC=1 test/benchmarks/run_bench.sh
 #   STEPS="reqrep msgrate fetch" REPS=3 OUT_DIR=/tmp/b DOC=/tmp/b/P.md \
 #       test/benchmarks/run_bench.sh        # only some steps, elsewhere
@@ -115,7 +115,7 @@
 #       and fetch with their raw floors, fetch including tcp_fetch; life =
 #       sparse, first contact, idle; peers = PEERS)
 #   SRV_CPU [0]  CLI_CPU [1]  PROC_LIMIT [120]: timeout of one process, s
-#   TOTAL_LIMIT [1800]: start no new step after this many s
+#   TOTAL_LIMIT [2700]: start no new step after this many s
 #   QUIET_PCT [15] QUIET_WAIT [10] QUIET_BUDGET [60]: before each step,
 #       wait (bounded) while other processes keep the CPUs busier than this
 #   QUIET_MAX [25]: summaries leave out samples whose step ran under more
@@ -166,7 +166,7 @@ STEPS=${STEPS:-"core reqrep msgrate fetch life peers"}
 SRV_CPU=${SRV_CPU:-0}
 CLI_CPU=${CLI_CPU:-1}
 PROC_LIMIT=${PROC_LIMIT:-120}
-TOTAL_LIMIT=${TOTAL_LIMIT:-1800}
+TOTAL_LIMIT=${TOTAL_LIMIT:-2700}
 QUIET_PCT=${QUIET_PCT:-15}
 QUIET_MAX=${QUIET_MAX:-25}
 QUIET_WAIT=${QUIET_WAIT:-10}
