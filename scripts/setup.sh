@@ -68,7 +68,8 @@ prefix=${prefix:-/usr/local}
 PKGS=(gcc g++ make autoconf automake libtool pkg-config
       libfabric-dev libfabric-bin libhwloc-dev libcriterion-dev
       groff-base man-db iproute2 procps gnuplot-nox valgrind
-      clang libclang-rt-14-dev zookeeper libzookeeper-mt-dev)
+      clang libclang-rt-14-dev zookeeper libzookeeper-mt-dev
+      libzmq3-dev libnng-dev ucx-utils)
 
 do_deps() {
 	local missing=()

@@ -2,6 +2,7 @@
  * Shared helpers of the libripc benchmarks; see bench_common.h.
  */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -105,7 +106,10 @@ void bench_parse(int argc, char **argv, const char *usage_extra)
 			usage(usage_extra);
 		}
 	}
-	if (!bo.server) {
+	if (bo.standalone) {
+		if (optind != argc)
+			usage(usage_extra);
+	} else if (!bo.server) {
 		long id;
 		char *end;
 
@@ -324,4 +328,49 @@ void bench_free_msg(uint16_t ns, void **si, uint32_t *ss, void **li,
 	free(ss);
 	free(li);
 	free(ls);
+}
+
+void bench_note_pid(int pid)
+{
+	const char *f = getenv("BENCH_PIDS");
+	FILE *fp = f && *f ? fopen(f, "a") : NULL;
+
+	if (fp) {
+		fprintf(fp, "%d\n", pid);
+		fclose(fp);
+	}
+}
+
+int bench_shm_cleanup(int pid)
+{
+	char prefix[32], path[300];
+	struct dirent *d;
+	DIR *dir = opendir("/dev/shm");
+	int n = 0;
+
+	snprintf(prefix, sizeof(prefix), "%d:", pid);
+	while (dir && (d = readdir(dir))) {
+		if (strncmp(d->d_name, prefix, strlen(prefix)))
+			continue;
+		snprintf(path, sizeof(path), "/dev/shm/%s", d->d_name);
+		if (!unlink(path))
+			n++;
+	}
+	if (dir)
+		closedir(dir);
+	return n;
+}
+
+double bench_percentile(const double *sorted, size_t n, double p)
+{
+	double r = p / 100.0 * (double)n;
+	size_t rank = (size_t)r;
+
+	if (!n)
+		return 0;
+	if ((double)rank < r) /* ceil without libm */
+		rank++;
+	if (rank < 1)
+		rank = 1;
+	return sorted[rank > n ? n - 1 : rank - 1];
 }

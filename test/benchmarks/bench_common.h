@@ -27,6 +27,8 @@
 
 struct bench_opts {
 	bool server;
+	bool standalone;        /* set before bench_parse: neither server
+				 * nor client, no positional argument */
 	const char *prov;       /* -p: RIPC_PROVIDER (shm, tcp) */
 	const char *ready_file; /* -r: server writes its service ID here */
 	const char *sizes;      /* -S: comma-separated sizes */
@@ -87,6 +89,20 @@ void bench_check_transport(uint16_t server);
  * four arrays (long items themselves are the caller's business). */
 void bench_free_msg(uint16_t ns, void **si, uint32_t *ss, void **li,
 		    uint32_t *ls);
+
+/* A script that stops processes by pid (run_bench.sh) learns of the
+ * processes a benchmark forks from the file named by BENCH_PIDS, one pid a
+ * line.  No-op when BENCH_PIDS is unset. */
+void bench_note_pid(int pid);
+
+/* Remove the /dev/shm files named "<pid>:..." that libfabric shm endpoints
+ * of process pid left (it exited without closing them, or was killed).
+ * Returns how many were removed. */
+int bench_shm_cleanup(int pid);
+
+/* p-th percentile (0..100) of v[0..n) sorted ascending: the value at rank
+ * ceil(p/100 * n) (nearest rank), so p99 of 100 samples is the 99th. */
+double bench_percentile(const double *sorted, size_t n, double p);
 
 /* One result line on stdout, flushed at once so a killed run keeps what
  * it measured. */

@@ -338,19 +338,6 @@ static void warm_up(unsigned c)
 		sender_run(0, w, e, (uint64_t)bo.warmup, bench_now() + 10);
 }
 
-/* A script that stops processes by pid (run_bench.sh) learns of the
- * forked senders from the file named by BENCH_PIDS, one pid a line. */
-static void note_pid(pid_t p)
-{
-	const char *f = getenv("BENCH_PIDS");
-	FILE *fp = f && *f ? fopen(f, "a") : NULL;
-
-	if (fp) {
-		fprintf(fp, "%d\n", (int)p);
-		fclose(fp);
-	}
-}
-
 static void xwrite(int fd, const void *p, size_t n)
 {
 	if (write(fd, p, n) != (ssize_t)n)
@@ -427,7 +414,7 @@ static int client(void)
 			close(r[0]);
 			exit(child(c[0], r[1], maxc));
 		}
-		note_pid(pid[i]);
+		bench_note_pid(pid[i]);
 		close(c[0]);
 		close(r[1]);
 		cmd_fd[i] = c[1];

@@ -1,7 +1,7 @@
 #!/bin/bash
 # run_bench.sh - libripc against raw libfabric (and kernel TCP), one run.
 #
-#   test/benchmarks/run_bench.sh            # from anywhere; ~13-15 min
+#   test/benchmarks/run_bench.sh            # from anywhere; ~30-35 min
 #   REPS=7 LAT_SEC=1 test/benchmarks/run_bench.sh
 #   STEPS="reqrep msgrate fetch" REPS=3 OUT_DIR=/tmp/b DOC=/tmp/b/P.md \
 #       test/benchmarks/run_bench.sh        # only some steps, elsewhere
@@ -44,12 +44,37 @@
 #   libripc_fetch_long, libripc_fetch_retbuf  ripc_filefetch: fetch an
 #                   in-memory file by name (short request), by long send
 #                   into a receive window or into a return buffer
+# then (issue 12, STEPS "life"), for each provider:
+#   libripc_think<T>ms  ripc_sparse: 64-byte request/reply, the client
+#                   sleeps T ms (SPARSE_THINK) between requests, the server
+#                   blocks in ripc_receive; median (lat_us) and p99
+#                   (lat_p99_us), one-way; T >= 50 is the wake-up latency
+#                   of a server idle that long
+#   libripc_first, libripc_first_noresolver  ripc_firstcontact: FIRST_PROCS
+#                   fresh processes, start to first reply (first_us, from
+#                   fork; first_init_us, from just before ripc_init), with
+#                   the default resolver and with RIPC_RESOLVER=0; only in
+#                   the first LIFE_ROUNDS rounds
+# and once per round the kernel-TCP counterpart (tcp_socket_think<T>ms,
+# raw/tcp_bench -Z), in the first LIFE_ROUNDS rounds tcp_socket_first
+# (raw/tcp_bench -F) and the idle cost (ripc_idle, IDLE_SEC seconds, all
+# idle processes side by side): libripc_recv (blocked in ripc_receive),
+# libripc_sleep (in sleep() after ripc_init) on shm, tcp and all
+# transports, and tcp_socket (blocked in recv) as reference;
 # and, once per round, the peers on kernel TCP and libfabric's own tool:
 #   fi_pingpong tcp-msg       fi_pingpong -p tcp -e msg (mean, not median)
 #   tcp_socket tcp            raw/tcp_bench -M, blocking sockets
 #   tcp_socket tcp_busypoll   raw/tcp_bench -M -b, both ends spin
 #   tcp_fetch tcp             raw/tcp_filefetch: the file fetch over kernel
 #                             TCP sockets (the file-fetch baseline)
+# and what a user would pick instead (issue 14, test/benchmarks/peers),
+# at the same LAT_SIZES and BW_SIZES, each over its transport that pairs
+# with libripc shm (first) and tcp:
+#   zmq_reqrep ipc|tcp, zmq_pushpull ipc|tcp   peers/zmq_bench (ZeroMQ
+#                             REQ/REP median; PUSH/PULL streaming)
+#   nng_reqrep ipc|tcp, nng_pushpull ipc|tcp   peers/nng_bench (NNG)
+#   ucx_tag sm|tcp, ucx_get sm|tcp  peers/ucx_bench.sh (ucx_perftest:
+#                             tag_lat 50th percentile, tag_bw, ucp_get)
 #
 # Servers run on CPU $SRV_CPU, clients on CPU $CLI_CPU (taskset, threads
 # included), everything on 127.0.0.1 / lo (FI_TCP_IFACE=lo) or shared
@@ -78,17 +103,27 @@
 #   RATE_WIRE [120]: bytes of the raw run at libripc's wire size ("" skips)
 #   FETCH_SIZES ["1024 16384 65536 1048576 4194304 16777216 67108864"]
 #   FETCH_SEC [0.2]  FETCH_ITERS [10000]: file fetch, per size and mode
-#   STEPS ["core reqrep msgrate fetch peers"]: which groups run (core =
-#       ping-pong, long send and their raw floors; reqrep, msgrate and
-#       fetch with their raw floors, fetch including tcp_fetch; peers =
-#       PEERS)
+#   SPARSE_THINK ["1 10 50"]  SPARSE_SIZE [64]  SPARSE_ITERS [1000]
+#   SPARSE_SEC [2]: sparse request/reply, per think time (ms)
+#   FIRST_PROCS [200]: fresh processes per first-contact variant
+#   IDLE_SEC [20]: idle time measured   LIFE_ROUNDS [1]: rounds with the
+#       first-contact and idle steps (they take FIRST_PROCS processes and
+#       IDLE_SEC seconds each; their samples are many already)
+#   PEER_BW_BYTES [268435456]: bytes per size of the peers' streams
+#   STEPS ["core reqrep msgrate fetch life peers"]: which groups run
+#       (core = ping-pong, long send and their raw floors; reqrep, msgrate
+#       and fetch with their raw floors, fetch including tcp_fetch; life =
+#       sparse, first contact, idle; peers = PEERS)
 #   SRV_CPU [0]  CLI_CPU [1]  PROC_LIMIT [120]: timeout of one process, s
-#   TOTAL_LIMIT [900]: start no new step after this many s
+#   TOTAL_LIMIT [2700]: start no new step after this many s
 #   QUIET_PCT [15] QUIET_WAIT [10] QUIET_BUDGET [60]: before each step,
 #       wait (bounded) while other processes keep the CPUs busier than this
 #   QUIET_MAX [25]: summaries leave out samples whose step ran under more
 #       foreign load than this (%), when quieter samples exist
 #   BUILD [1]  BUILD_DIR [build-bench]  OUT_DIR  DOC  NOTES  PLOTS [1]
+#   LIFE_NOTES [test/benchmarks/life_notes.md]: included verbatim after the
+#       service-life tables (soak and churn figures, which run_bench.sh
+#       does not measure)
 #   PEERS_BASELINE [../shared/bench/peers/baseline/summary.txt]: shown
 #       as a table of its own (another day's run), if readable
 #   RESULTS_FROM=docs/perf/results-<date>.txt: measure nothing, only
@@ -100,7 +135,7 @@ SRC=$(cd "$HERE/../.." && pwd)
 
 REPS=${REPS:-5}
 PROVIDERS=${PROVIDERS:-"shm tcp"}
-PEERS=${PEERS:-"fi_pingpong tcp_socket"}
+PEERS=${PEERS:-"fi_pingpong tcp_socket zmq nng ucx"}
 LAT_SIZES=${LAT_SIZES:-"8 64 256 1024 4096 16384 65536"}
 LAT_ITERS=${LAT_ITERS:-20000}
 LAT_WARMUP=${LAT_WARMUP:-1000}
@@ -119,11 +154,19 @@ RATE_WIRE=${RATE_WIRE-120}
 FETCH_SIZES=${FETCH_SIZES:-"1024 16384 65536 1048576 4194304 16777216 67108864"}
 FETCH_SEC=${FETCH_SEC:-0.2}
 FETCH_ITERS=${FETCH_ITERS:-10000}
-STEPS=${STEPS:-"core reqrep msgrate fetch peers"}
+SPARSE_THINK=${SPARSE_THINK:-"1 10 50"}
+SPARSE_SIZE=${SPARSE_SIZE:-64}
+SPARSE_ITERS=${SPARSE_ITERS:-1000}
+SPARSE_SEC=${SPARSE_SEC:-2}
+FIRST_PROCS=${FIRST_PROCS:-200}
+IDLE_SEC=${IDLE_SEC:-20}
+LIFE_ROUNDS=${LIFE_ROUNDS:-1}
+PEER_BW_BYTES=${PEER_BW_BYTES:-268435456}
+STEPS=${STEPS:-"core reqrep msgrate fetch life peers"}
 SRV_CPU=${SRV_CPU:-0}
 CLI_CPU=${CLI_CPU:-1}
 PROC_LIMIT=${PROC_LIMIT:-120}
-TOTAL_LIMIT=${TOTAL_LIMIT:-900}
+TOTAL_LIMIT=${TOTAL_LIMIT:-2700}
 QUIET_PCT=${QUIET_PCT:-15}
 QUIET_MAX=${QUIET_MAX:-25}
 QUIET_WAIT=${QUIET_WAIT:-10}
@@ -133,6 +176,7 @@ BUILD_DIR=${BUILD_DIR:-$SRC/build-bench}
 OUT_DIR=${OUT_DIR:-$SRC/docs/perf}
 DOC=${DOC:-$SRC/docs/PERFORMANCE.md}
 NOTES=${NOTES:-$HERE/perf_notes.md}
+LIFE_NOTES=${LIFE_NOTES:-$HERE/life_notes.md}
 PLOTS=${PLOTS:-1}
 # The peers' baseline (../shared/bench/peers), shown for orientation.
 PEERS_BASELINE=${PEERS_BASELINE:-$SRC/../shared/bench/peers/baseline/summary.txt}
@@ -149,7 +193,8 @@ if [ -n "$RESULTS_FROM" ]; then
 	for k in REPS PROVIDERS PEERS LAT_SIZES LAT_ITERS LAT_WARMUP LAT_SEC BW_SIZES \
 		BW_SEC BW_ITERS BW_WINDOW READ_WINDOW SRV_CPU CLI_CPU REQ_SIZES REQ_SEC \
 		REQ_ITERS RATE_SENDERS RATE_SEC RATE_WIRE FETCH_SIZES FETCH_SEC FETCH_ITERS \
-		STEPS; do
+		SPARSE_THINK SPARSE_SIZE SPARSE_ITERS SPARSE_SEC FIRST_PROCS IDLE_SEC LIFE_ROUNDS \
+		PEER_BW_BYTES STEPS; do
 		v=$(echo " $SETTINGS" | grep -oE " $k=(\"[^\"]*\"|[^ ]*)" | head -1)
 		v=${v#* $k=}
 		v=${v#\"}
@@ -167,6 +212,9 @@ export FI_TCP_IFACE=lo                 # libfabric tcp: loopback only
 export RIPC_TCP_ADDR=127.0.0.1         # libripc tcp: the same
 export RIPC_REGISTRY=/dev/shm/ripc-bench-$$-registry
 export RIPC_RESOLVER=0                 # no multicast resolver: one host
+# First contact also runs with the resolver on: a port of our own, so that
+# other people's libripc programs on this host do not answer ours.
+export RIPC_RESOLVER_PORT=${RIPC_RESOLVER_PORT:-$((46000 + $$ % 1000))}
 
 log() { echo "[run_bench $(date +%H:%M:%S)] $*" | tee -a "$LOG" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -179,7 +227,8 @@ PIDS=() # `timeout` processes of the servers we started
 # The programs' own pids go to $WORK/pids (a file, so that clients run in
 # command substitutions are recorded too): for /dev/shm and final kills.
 OUR_COMMS=" ripc_pingpong ripc_long_bw fi_rma_bench tcp_bench fi_pingpong ripc_reqrep \
-ripc_msgrate ripc_filefetch fi_msgrate tcp_filefetch "
+ripc_msgrate ripc_filefetch fi_msgrate tcp_filefetch ripc_sparse ripc_firstconta \
+ripc_idle zmq_bench nng_bench ucx_perftest "
 # Senders that ripc_msgrate and fi_msgrate fork note their pids here.
 export BENCH_PIDS=$WORK/pids
 
@@ -522,6 +571,158 @@ step_tcp_fetch() {
 	stop_srv
 }
 
+# ---- steps of issue 12: service life ------------------------------------
+
+step_ripc_sparse() { # PROV
+	local p=$1 id
+	rm -f "$WORK/ready"
+	srv ripc_sp "$BIN/ripc_sparse" -s -p "$p" -r "$WORK/ready" -T "$PROC_LIMIT"
+	if id=$(wait_ready "$WORK/ready"); then
+		cli ripc_spc "$BIN/ripc_sparse" -p "$p" -x "$(csv $SPARSE_THINK)" -S "$SPARSE_SIZE" \
+			-n "$SPARSE_ITERS" -t "$SPARSE_SEC" -T "$PROC_LIMIT" "$id"
+	else
+		log "ripc_sparse server ($p) did not start"
+	fi
+	stop_srv
+}
+
+step_tcp_sparse() {
+	local port
+	port=$(free_port)
+	srv tcpsp "$RAW/tcp_bench" -s -P "$port" -T "$PROC_LIMIT"
+	if wait_listen "$port"; then
+		cli tcpspc "$RAW/tcp_bench" -P "$port" -L "$SPARSE_SIZE" -Z "$(csv $SPARSE_THINK)" \
+			-n "$SPARSE_ITERS" -t "$SPARSE_SEC" -q
+	else
+		log "tcp_bench server did not start"
+	fi
+	stop_srv
+}
+
+# First contact: the echo server of ripc_sparse; the driver spawns
+# FIRST_PROCS processes one after another.  RES = 1 (default resolver)
+# or 0 (RIPC_RESOLVER=0), on both sides.
+step_ripc_first() { # PROV RES
+	local p=$1 res=$2 id name=libripc_first limit
+	[ "$res" = 0 ] && name=libripc_first_noresolver
+	limit=$((FIRST_PROCS * 3 + 60))
+	rm -f "$WORK/ready"
+	srv ripc_fcs env RIPC_RESOLVER="$res" "$BIN/ripc_sparse" -s -p "$p" -r "$WORK/ready" \
+		-T "$limit"
+	if id=$(wait_ready "$WORK/ready"); then
+		PROC_LIMIT=$limit cli ripc_fc env RIPC_RESOLVER="$res" "$BIN/ripc_firstcontact" \
+			-p "$p" -n "$FIRST_PROCS" -S "$SPARSE_SIZE" -N "$name" -T "$limit" "$id"
+		# ripc_sparse's client ends the server (BYE) after one request.
+		cli ripc_fcb "$BIN/ripc_sparse" -p "$p" -x 0 -n 1 -w 0 -t 0.1 -S "$SPARSE_SIZE" \
+			-T 20 "$id" > /dev/null
+	else
+		log "ripc_sparse server ($p, resolver $res) did not start"
+	fi
+	stop_srv
+}
+
+step_tcp_first() {
+	local port limit=$((FIRST_PROCS * 3 + 60))
+	port=$(free_port)
+	srv tcpfc "$RAW/tcp_bench" -s -P "$port" -T "$limit"
+	if wait_listen "$port"; then
+		PROC_LIMIT=$limit cli tcpfcc "$RAW/tcp_bench" -P "$port" -L "$SPARSE_SIZE" \
+			-F "$FIRST_PROCS" -T "$limit" -q
+	else
+		log "tcp_bench server did not start"
+	fi
+	stop_srv
+}
+
+# Idle cost: every idle process side by side (they are idle: they do not
+# disturb each other), each measured by its own ripc_idle from outside.
+step_idle() {
+	local i=0 args pids=() limit=$((IDLE_SEC + 60))
+	for args in "-x recv -p shm" "-x recv -p tcp" "-x recv" "-x sleep -p shm" \
+		"-x sleep -p tcp" "-x sleep" "-x tcp"; do
+		i=$((i + 1))
+		# shellcheck disable=SC2086
+		timeout -k 3 "$limit" sh -c 'echo $$ > "$0"; exec "$@"' "$WORK/idle$i.pid" \
+			"$BIN/ripc_idle" $args -t "$IDLE_SEC" -T "$limit" \
+			> "$WORK/idle$i.out" 2>> "$WORK/stderr" &
+		pids+=($!)
+	done
+	for ((i = 0; i < ${#pids[@]}; i++)); do
+		wait "${pids[$i]}" || log "ripc_idle $((i + 1)) exited with status $?"
+		remember_pid "idle$((i + 1))"
+		cat "$WORK/idle$((i + 1)).out"
+	done
+	clean_shm
+}
+
+# ---- steps of issue 14: the peers ---------------------------------------
+
+peer_ep() { # TRANSPORT NAME: a ZeroMQ/NNG endpoint on loopback or a unix socket
+	if [ "$1" = tcp ]; then echo "tcp://127.0.0.1:$(free_port)"; else echo "ipc://$WORK/$2.ipc"; fi
+}
+peer_count() { # SIZE: messages of a stream, PEER_BW_BYTES / SIZE, 8 at least
+	local c=$((PEER_BW_BYTES / $1))
+	[ "$c" -lt 8 ] && c=8
+	echo "$c"
+}
+
+step_zmq() {
+	local tr ep z c
+	[ -x "$PEER/zmq_bench" ] || { log "peers/zmq_bench not built (libzmq3-dev): skipped"; return 0; }
+	for tr in ipc tcp; do
+		ep=$(peer_ep "$tr" zmqlat)
+		srv zmq "$PEER/zmq_bench" lat-server "$ep" "$PROC_LIMIT"
+		sleep 0.2 # REQ connects asynchronously and retries by itself
+		cli zmqc "$PEER/zmq_bench" lat-client "$ep" "$tr" "$(csv $LAT_SIZES)" \
+			"$LAT_ITERS" "$LAT_SEC" "$LAT_WARMUP"
+		stop_srv
+		for z in $BW_SIZES; do
+			c=$(peer_count "$z")
+			ep=$(peer_ep "$tr" "zmqthr$z")
+			: > "$WORK/zmqthr.out"
+			srv zmqthr "$PEER/zmq_bench" thr-server "$ep" "$tr" "$z" "$c" "$PROC_LIMIT"
+			sleep 0.2
+			cli zmqthrc "$PEER/zmq_bench" thr-client "$ep" "$z" "$c" "$PROC_LIMIT"
+			stop_srv
+			cat "$WORK/zmqthr.out" # the receiver prints the line
+		done
+	done
+	rm -f "$WORK"/*.ipc
+}
+
+step_nng() {
+	local tr ep z c
+	[ -x "$PEER/nng_bench" ] || { log "peers/nng_bench not built (libnng-dev): skipped"; return 0; }
+	for tr in ipc tcp; do
+		ep=$(peer_ep "$tr" nnglat)
+		srv nng "$PEER/nng_bench" server "$ep" "$PROC_LIMIT"
+		cli nngc "$PEER/nng_bench" client "$ep" "$tr" "$(csv $LAT_SIZES)" \
+			"$LAT_ITERS" "$LAT_SEC" "$LAT_WARMUP" # dial retries 5 s
+		stop_srv
+		for z in $BW_SIZES; do
+			c=$(peer_count "$z")
+			ep=$(peer_ep "$tr" "nngthr$z")
+			: > "$WORK/nngthr.out"
+			srv nngthr "$PEER/nng_bench" thr-server "$ep" "$tr" "$z" "$c" "$PROC_LIMIT"
+			cli nngthrc "$PEER/nng_bench" thr-client "$ep" "$z" "$c" "$PROC_LIMIT"
+			stop_srv
+			cat "$WORK/nngthr.out"
+		done
+	done
+	rm -f "$WORK"/*.ipc
+}
+
+step_ucx() {
+	local tls
+	command -v ucx_perftest > /dev/null || { log "ucx_perftest not installed (ucx-utils): skipped"; return 0; }
+	for tls in sm tcp; do
+		"$PEER_SRC/ucx_bench.sh" -x "$tls" -L "$(csv $LAT_SIZES)" -B "$(csv $BW_SIZES)" \
+			-n "$LAT_ITERS" -M "$PEER_BW_BYTES" -P "$(free_port)" -s "$SRV_CPU" \
+			-c "$CLI_CPU" -T "$PROC_LIMIT" -k "$WORK/pids" 2>> "$WORK/stderr"
+	done
+	clean_shm
+}
+
 # run_step ROUND NAME CMD...: one step, its lines into the results file,
 # its duration and the foreign load it ran under into the log.
 run_step() {
@@ -536,7 +737,7 @@ run_step() {
 	read -r T0 B0 O0 <<< "$(ticks)"
 	"$@" > "$WORK/step.out"
 	read -r T1 B1 O1 <<< "$(ticks)"
-	grep -E '^[A-Za-z0-9_]+ [A-Za-z0-9_-]+ [0-9]+ [A-Za-z_]+ [0-9.]+ [A-Za-z_/]+$' \
+	grep -E '^[A-Za-z0-9_]+ [A-Za-z0-9_-]+ [0-9]+ [A-Za-z0-9_]+ [0-9.]+ [A-Za-z_/]+$' \
 		"$WORK/step.out" | tee -a "$RESULTS" >&2
 	f=$((100 * ((B1 - B0) - (O1 - O0)) / (T1 - T0 > 0 ? T1 - T0 : 1)))
 	[ "$f" -lt 0 ] && f=0
@@ -561,14 +762,29 @@ if [ "$BUILD" = 1 ]; then
 		test/benchmarks/raw/fi_rma_bench test/benchmarks/raw/tcp_bench \
 		test/benchmarks/ripc_reqrep test/benchmarks/ripc_msgrate \
 		test/benchmarks/ripc_filefetch test/benchmarks/raw/fi_msgrate \
-		test/benchmarks/raw/tcp_filefetch >> "$LOG" 2>&1 ||
+		test/benchmarks/raw/tcp_filefetch test/benchmarks/ripc_sparse \
+		test/benchmarks/ripc_firstcontact test/benchmarks/ripc_idle >> "$LOG" 2>&1 ||
 		die "build failed (see $LOG)"
+	# The peers are built when configure found their libraries.
+	for t in zmq_bench:ZMQ nng_bench:NNG; do
+		c=${t#*:}
+		t=${t%:*}
+		# Automake's HAVE_X_TRUE is empty when configure found X.
+		if grep -q "^S\[\"HAVE_${c}_TRUE\"\]=\"\"" "$BUILD_DIR/config.status" 2> /dev/null; then
+			make -C "$BUILD_DIR" "test/benchmarks/peers/$t" >> "$LOG" 2>&1 ||
+				log "building peers/$t failed (see $LOG)"
+		else
+			log "peers/$t: library not found by configure (re-run configure after installing it)"
+		fi
+	done
 fi
 BIN=$BUILD_DIR/test/benchmarks
 RAW=$BIN/raw
+PEER=$BIN/peers
+PEER_SRC=$HERE/peers
 for b in "$BIN/ripc_pingpong" "$BIN/ripc_long_bw" "$RAW/fi_rma_bench" "$RAW/tcp_bench" \
 	"$BIN/ripc_reqrep" "$BIN/ripc_msgrate" "$BIN/ripc_filefetch" "$RAW/fi_msgrate" \
-	"$RAW/tcp_filefetch"; do
+	"$RAW/tcp_filefetch" "$BIN/ripc_sparse" "$BIN/ripc_firstcontact" "$BIN/ripc_idle"; do
 	[ -x "$b" ] || [ -n "$RESULTS_FROM" ] || die "missing $b (BUILD=1 builds it)"
 done
 command -v fi_pingpong > /dev/null || { log "fi_pingpong not installed: skipped"; PEERS=${PEERS/fi_pingpong/}; }
@@ -589,7 +805,9 @@ GIT_DIRTY=$(git -C "$SRC" status --porcelain -- ripc prov include 2>/dev/null | 
 		"REQ_SIZES=\"$REQ_SIZES\" REQ_SEC=$REQ_SEC REQ_ITERS=$REQ_ITERS" \
 		"RATE_SENDERS=\"$RATE_SENDERS\" RATE_SEC=$RATE_SEC RATE_WIRE=$RATE_WIRE" \
 		"FETCH_SIZES=\"$FETCH_SIZES\" FETCH_SEC=$FETCH_SEC FETCH_ITERS=$FETCH_ITERS" \
-		"STEPS=\"$STEPS\""
+		"SPARSE_THINK=\"$SPARSE_THINK\" SPARSE_SIZE=$SPARSE_SIZE SPARSE_ITERS=$SPARSE_ITERS" \
+		"SPARSE_SEC=$SPARSE_SEC FIRST_PROCS=$FIRST_PROCS IDLE_SEC=$IDLE_SEC LIFE_ROUNDS=$LIFE_ROUNDS" \
+		"PEER_BW_BYTES=$PEER_BW_BYTES STEPS=\"$STEPS\""
 	echo "# format: system transport size_bytes metric value unit"
 } > "$RESULTS"
 
@@ -621,7 +839,21 @@ for ((r = 1; r <= REPS; r++)); do
 			run_step "$r" "libripc-fetch-long-$p" step_ripc_fetch "$p" long
 			run_step "$r" "libripc-fetch-retbuf-$p" step_ripc_fetch "$p" retbuf
 		fi
+		if want life; then
+			run_step "$r" "libripc-sparse-$p" step_ripc_sparse "$p"
+			if [ "$r" -le "$LIFE_ROUNDS" ]; then
+				run_step "$r" "libripc-first-$p" step_ripc_first "$p" 1
+				run_step "$r" "libripc-first-noresolver-$p" step_ripc_first "$p" 0
+			fi
+		fi
 	done
+	if want life; then
+		run_step "$r" tcp-sparse step_tcp_sparse
+		if [ "$r" -le "$LIFE_ROUNDS" ]; then
+			run_step "$r" tcp-first step_tcp_first
+			run_step "$r" idle step_idle
+		fi
+	fi
 	if want peers; then
 		for peer in $PEERS; do
 			run_step "$r" "$peer" "step_$peer"
@@ -878,6 +1110,71 @@ if [ "$PLOTS" = 1 ] && command -v gnuplot > /dev/null; then
 		} > "$WORK/plot3.gp"
 		gnuplot "$WORK/plot3.gp" >> "$LOG" 2>&1 || log "gnuplot failed (see $LOG)"
 	fi
+
+	# Issue 14: libripc, raw and the peers; latency above, bandwidth
+	# below, one column per provider (peers on the paired transport).
+	rm -f "$OUT_DIR/peers.png" "$OUT_DIR/sparse.png"
+	if grep -q -e '^zmq_' -e '^nng_' -e '^ucx_' "$SUMMARY"; then
+		{
+			echo "set terminal pngcairo size $((620 * np)),860 font ',10' noenhanced"
+			echo "set output '$OUT_DIR/peers.png'"
+			echo "set multiplot layout 2,$np title 'libripc, raw libfabric and the peers, median of $REPS rounds (bars: min-max), $STAMP'"
+			echo "set logscale xy; set grid; set xlabel 'message size, bytes'"
+			xtics $LAT_SIZES
+			echo "set ylabel 'us, one-way'; set key top left"
+			for p in $PROVIDERS; do
+				pi=ipc ps=sm
+				[ "$p" = tcp ] && pi=tcp ps=tcp
+				c=$(series libripc "$p" lat_us err; series fi_rdm_msg "$p" lat_us err
+					series zmq_reqrep "$pi" lat_us err; series nng_reqrep "$pi" lat_us err
+					series ucx_tag "$ps" lat_us err)
+				[ -n "$c" ] && echo "set title '$p (peers: $pi, UCX $ps)'" && echo "plot ${c%, }"
+			done
+			xtics $BW_SIZES
+			echo "set ylabel 'MB/s'; set key bottom right"
+			for p in $PROVIDERS; do
+				pi=ipc ps=sm
+				[ "$p" = tcp ] && pi=tcp ps=tcp
+				c=$(series libripc "$p" bw_MBps err; series fi_rdm_pull "$p" bw_MBps err
+					series zmq_pushpull "$pi" bw_MBps err; series nng_pushpull "$pi" bw_MBps err
+					series ucx_tag "$ps" bw_MBps err; series ucx_get "$ps" bw_MBps err)
+				[ -n "$c" ] && echo "set title '$p (peers: $pi, UCX $ps)'" && echo "plot ${c%, }"
+			done
+			echo "unset multiplot"
+		} > "$WORK/plot4.gp"
+		gnuplot "$WORK/plot4.gp" >> "$LOG" 2>&1 || log "gnuplot failed (see $LOG)"
+	fi
+
+	# Issue 12: sparse request/reply against the think time, median and
+	# p99: "<system>_think<T>ms transport size metric ..." lines.
+	if grep -q '_think[0-9]*ms ' "$SUMMARY"; then
+		awk -v d="$WORK/plot" '$1 ~ /_think[0-9]+ms$/ && ($4 == "lat_us" || $4 == "lat_p99_us") {
+			match($1, /_think[0-9]+ms$/)
+			t = substr($1, RSTART + 6, RLENGTH - 8) + 0
+			fam = substr($1, 1, RSTART - 1)
+			f = d "/sparse." fam "." $2 "." $4 ".dat"
+			print t, $5, $7, $8 > f
+			files[f] = fam " " $2 " " ($4 == "lat_us" ? "median" : "p99")
+		}
+		END { for (f in files) print f, files[f] > (d "/sparse.list") }' "$SUMMARY"
+		{
+			echo "set terminal pngcairo size 860,480 font ',10' noenhanced"
+			echo "set output '$OUT_DIR/sparse.png'"
+			echo "set title 'Sparse request/reply, $(hsize "$SPARSE_SIZE"): one-way us, median of $REPS rounds (bars: min-max), $STAMP'"
+			echo "set grid; set key outside right; set logscale xy"
+			echo "set xlabel 'think time between requests, ms'; set ylabel 'us, one-way'"
+			echo "set xtics ($(echo $SPARSE_THINK | sed 's/ /, /g'))"
+			c=""
+			while read -r f fam tr m; do
+				sort -n "$f" -o "$f"
+				dt=1
+				[ "$m" = p99 ] && dt=2
+				c+="'$f' using 1:2:3:4 with yerrorlines dt $dt title '$fam $tr $m', "
+			done < <(sort -k2 "$WORK/plot/sparse.list")
+			echo "plot ${c%, }"
+		} > "$WORK/plot5.gp"
+		gnuplot "$WORK/plot5.gp" >> "$LOG" 2>&1 || log "gnuplot failed (see $LOG)"
+	fi
 fi
 
 # ---- the document -----------------------------------------------------------
@@ -914,6 +1211,7 @@ file.  Source: git $GIT_REV, $GIT_DIRTY uncommitted file(s) in ripc/ prov/ inclu
 | kernel | $(uname -r) |
 | OS | $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-?}") |
 | libfabric | $LIBFABRIC_VERSION (providers shm and tcp;ofi_rxm) |
+| peers | $(for k in libzmq5:ZeroMQ libnng1:NNG libucx0:UCX; do v=$(dpkg-query -W -f='${Version}' "${k%%:*}" 2>/dev/null); echo -n "${k#*:} ${v:-absent}, "; done | sed 's/, $//') (Debian packages) |
 | compiler | $(cc --version 2>/dev/null | head -1), \`-g -O2\` |
 | pinning | servers on CPU $SRV_CPU, clients on CPU $CLI_CPU (\`taskset\`, all threads) |
 | foreign load | $LOAD_RANGE of both CPUs taken by other (not niced) processes and the hypervisor (steal) during the steps |
@@ -986,6 +1284,51 @@ file.  Source: git $GIT_REV, $GIT_DIRTY uncommitted file(s) in ripc/ prov/ inclu
   request line, 8-byte length and the file, blocking sockets, TCP_NODELAY).
   Up to $FETCH_ITERS fetches or $FETCH_SEC s per size; \`lat_us\` is the median
   time of one fetch, \`bw_MBps\` file bytes per second.
+* **Peers** (issue 14, \`test/benchmarks/peers/\`): what a user would pick
+  instead, in the same rounds, at the same sizes.  Transports are paired
+  by what they cross: libripc **shm** against ZeroMQ and NNG over
+  **ipc://** (a unix domain socket: same host, through the kernel) and UCX
+  over **sm** (its shared-memory transports posix, sysv and cma, UCX's
+  pick per operation); libripc **tcp** against all three over **tcp** on
+  127.0.0.1.  Latency: \`zmq_reqrep\` (ZeroMQ REQ/REP) and \`nng_reqrep\`
+  (NNG req0/rep0), one message echoed, the median of individually timed
+  round trips halved, as ours ($LAT_ITERS at most, $LAT_SEC s per size, after
+  $LAT_WARMUP warm-up round trips); \`ucx_tag\` = \`ucx_perftest -t tag_lat\`,
+  its "typical" latency (50th percentile, already halved).  Bandwidth:
+  \`zmq_pushpull\` and \`nng_pushpull\` stream $(hsize "$PEER_BW_BYTES") per size
+  (8 messages at least) PUSH to PULL, timed at the receiver; \`ucx_tag\`
+  bw = \`tag_bw\` (streaming tagged sends), \`ucx_get\` = \`ucp_get\` (the
+  reader pulls, like libripc's long send, but with several gets in
+  flight).  ZeroMQ and NNG copy each message and move it on an I/O thread
+  of their own; UCX, like the raw programs, busy-polls; the streams keep
+  many messages in flight while libripc's \`bw_MBps\` has one: the
+  bandwidth ratios compare what a user gets, not equal protocols.
+* **Service life** (issue 12).  *Sparse request/reply* (\`ripc_sparse\`): a
+  $SPARSE_SIZE-byte request echoed by a server that blocks in \`ripc_receive\`;
+  the client sleeps (nanosleep) $(echo $SPARSE_THINK | sed 's/ /, /g') ms between requests, so
+  both ends are asleep when a request leaves; per think time up to
+  $SPARSE_ITERS requests or $SPARSE_SEC s; one-way median (\`lat_us\`) and 99th
+  percentile (\`lat_p99_us\`, nearest rank: with n requests the
+  ceil(0.99 n)-th smallest).  With a think time of 50 ms and more each
+  request measures the wake-up of a server that has been idle that long.
+  \`tcp_socket_think<T>ms\`: the same on kernel TCP, blocking
+  \`recv()\` on both ends (\`raw/tcp_bench -Z\`).  *First contact*
+  (\`ripc_firstcontact\`): $FIRST_PROCS fresh processes, one after another
+  (fork and exec of the binary itself), each initialises the library,
+  registers a random service ID, sends one request and waits for the
+  echo; \`first_us\` = from the driver's \`fork()\` (process start,
+  dynamic loading included) to the reply, \`first_init_us\` = from just
+  before \`ripc_init()\`; with the multicast resolver on (default) and
+  off (\`RIPC_RESOLVER=0\`); \`tcp_socket_first\`: a fresh process that
+  connects to a kernel TCP server (\`raw/tcp_bench -F\`; from just before
+  \`socket()\`).  *Idle cost* (\`ripc_idle\`): a process with the library
+  initialised and one service registered, idle for $IDLE_SEC s, blocked in
+  \`ripc_receive\` (\`libripc_recv\`) or in \`sleep()\` (\`libripc_sleep\`), on
+  shm, tcp or every transport (\`all\`); CPU time (utime + stime of all
+  threads, from /proc) per wall time, and context switches of all
+  threads per second; \`tcp_socket\`: a process blocked in \`recv()\` on a
+  connected loopback socket.  First contact and idle run in the first
+  $LIFE_ROUNDS round(s) only; sparse request/reply in every round.
 
 Cells are the median across the rounds; ratios are libripc / raw of those
 medians (latency: above 1 is slower; bandwidth: below 1 is slower).  A
@@ -1135,6 +1478,105 @@ EOF
 		done
 		echo
 	fi
+	# ---- issue 14: the peers, same run ----
+	if grep -q -e '^zmq_' -e '^nng_' -e '^ucx_' "$SUMMARY"; then
+		for p in $PROVIDERS; do
+			pi=ipc ps=sm
+			[ "$p" = tcp ] && pi=tcp ps=tcp
+			echo "## $p: libripc against the peers, latency (us, one-way, median)"
+			echo
+			echo "Ratio = libripc / the other (above 1: libripc is slower).  Peers over"
+			echo "\`$pi\` (ZeroMQ, NNG) and \`$ps\` (UCX): see \"What is measured\"."
+			echo
+			echo "| size | libripc | raw fi_rdm_msg | ratio | ZeroMQ $pi | ratio | NNG $pi | ratio | UCX $ps | ratio |"
+			echo "|---|---|---|---|---|---|---|---|---|---|"
+			for z in $LAT_SIZES; do
+				a="libripc $p $z lat_us"
+				row="| $(hsize "$z") | $(cell "$a")"
+				for b in "fi_rdm_msg $p" "zmq_reqrep $pi" "nng_reqrep $pi" "ucx_tag $ps"; do
+					row+=" | $(cell "$b $z lat_us") | $(ratio "$a" "$b $z lat_us")"
+				done
+				echo "$row |"
+			done
+			echo
+			echo "## $p: libripc against the peers, bandwidth (MB/s)"
+			echo
+			echo "Ratio = libripc / the other (below 1: libripc is slower).  libripc and"
+			echo "fi_rdm_pull: one long send in flight; the peers stream (see above)."
+			echo
+			echo "| size | libripc | raw fi_rdm_pull | ratio | ZeroMQ $pi push/pull | ratio | NNG $pi push/pull | ratio | UCX $ps tag_bw | ratio | UCX $ps get | ratio |"
+			echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+			for z in $BW_SIZES; do
+				a="libripc $p $z bw_MBps"
+				row="| $(hsize "$z") | $(cell "$a")"
+				for b in "fi_rdm_pull $p" "zmq_pushpull $pi" "nng_pushpull $pi" "ucx_tag $ps" "ucx_get $ps"; do
+					row+=" | $(cell "$b $z bw_MBps") | $(ratio "$a" "$b $z bw_MBps")"
+				done
+				echo "$row |"
+			done
+			echo
+		done
+	fi
+	# ---- issue 12: service life ----
+	if grep -q -e '_think[0-9]*ms ' -e '_first' -e ' idle_cpu_pct ' "$SUMMARY" || [ -f "$LIFE_NOTES" ]; then
+		echo "## Service life: sparse traffic, first contact, idle cost, churn, soak"
+		echo
+	fi
+	if grep -q '_think[0-9]*ms ' "$SUMMARY"; then
+		z=$SPARSE_SIZE
+		echo "### Sparse request/reply, $(hsize "$z") (us, one-way: median and p99)"
+		echo
+		echo "Think 0 = back to back (\`ripc_pingpong\` and \`tcp_socket\` blocking, medians"
+		echo "only).  Ratio = libripc / kernel TCP (blocking sockets, same think time)."
+		echo
+		echo "| transport | think | libripc median | libripc p99 | tcp_socket median | tcp_socket p99 | ratio median | ratio p99 |"
+		echo "|---|---|---|---|---|---|---|---|"
+		for p in $PROVIDERS; do
+			a="libripc $p $z lat_us"
+			b="tcp_socket tcp $z lat_us"
+			echo "| $p | 0 | $(cell "$a") | | $(cell "$b") | | $(ratio "$a" "$b") | |"
+			for t in $SPARSE_THINK; do
+				a="libripc_think${t}ms $p $z"
+				b="tcp_socket_think${t}ms tcp $z"
+				echo "| $p | $t ms | $(cell "$a lat_us") | $(cell "$a lat_p99_us") | $(cell "$b lat_us") | $(cell "$b lat_p99_us") | $(ratio "$a lat_us" "$b lat_us") | $(ratio "$a lat_p99_us" "$b lat_p99_us") |"
+			done
+		done
+		echo
+	fi
+	if grep -q '_first' "$SUMMARY"; then
+		z=$SPARSE_SIZE
+		echo "### First contact: a fresh process to its first reply (us)"
+		echo
+		echo "| transport | resolver | from fork, median | p99 | from ripc_init, median | p99 |"
+		echo "|---|---|---|---|---|---|"
+		for p in $PROVIDERS; do
+			for v in "libripc_first:on (default)" "libripc_first_noresolver:off (RIPC_RESOLVER=0)"; do
+				a="${v%%:*} $p $z"
+				echo "| $p | ${v#*:} | $(cell "$a first_us") | $(cell "$a first_p99_us") | $(cell "$a first_init_us") | $(cell "$a first_init_p99_us") |"
+			done
+		done
+		a="tcp_socket_first tcp $z"
+		echo "| kernel TCP | - | $(cell "$a first_us") | $(cell "$a first_p99_us") | $(cell "$a first_init_us") (from socket()) | $(cell "$a first_init_p99_us") |"
+		echo
+	fi
+	if grep -q ' idle_cpu_pct ' "$SUMMARY"; then
+		echo "### Idle cost over $IDLE_SEC s"
+		echo
+		echo "| process | transports | CPU % of one CPU | context switches/s |"
+		echo "|---|---|---|---|"
+		for v in libripc_recv:"blocked in ripc_receive" libripc_sleep:"in sleep() after ripc_init"; do
+			for t in shm tcp all; do
+				a="${v%%:*} $t 0"
+				echo "| libripc, ${v#*:} | $t | $(cell "$a idle_cpu_pct") | $(cell "$a idle_wakeups") |"
+			done
+		done
+		echo "| kernel TCP, blocked in recv() | tcp | $(cell "tcp_socket tcp 0 idle_cpu_pct") | $(cell "tcp_socket tcp 0 idle_wakeups") |"
+		echo
+	fi
+	if [ -f "$LIFE_NOTES" ]; then # ### sections of their own
+		cat "$LIFE_NOTES"
+		echo
+	fi
 	if [ -r "$PEERS_BASELINE" ]; then
 		echo "## Peers measured on another day (orientation only)"
 		echo
@@ -1162,7 +1604,8 @@ EOF
 		echo
 	fi
 	for f in reqrep:"request/reply, return buffer vs pull" msgrate:"message rate vs senders" \
-		filefetch:"file fetch vs kernel TCP"; do
+		filefetch:"file fetch vs kernel TCP" peers:"libripc against the peers" \
+		sparse:"sparse request/reply vs think time"; do
 		[ "$PLOTS" = 1 ] && [ -f "$OUT_DIR/${f%%:*}.png" ] || continue
 		echo "![${f#*:}](${OUT_DIR#$(dirname "$DOC")/}/${f%%:*}.png)"
 		echo

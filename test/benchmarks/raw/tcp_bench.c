@@ -21,9 +21,24 @@
  * final byte, so data still in socket buffers is not counted as sent.
  *
  * libripc copy (test/benchmarks/raw/), taken from the team's
- * ../shared/bench/peers/src/tcp_bench.c; one option added:
+ * ../shared/bench/peers/src/tcp_bench.c; options added:
  *   -M  latency = median of the individually timed round trips (the
  *       original, and this copy without -M, prints the loop's mean).
+ *   -Z list  sparse request/reply (issue 12), the kernel-TCP counterpart
+ *       of ripc_sparse: blocking ping-pong of each -L size where the
+ *       client sleeps (nanosleep) for each think time of the list (ms)
+ *       between requests, the server blocked in recv(); -n requests at
+ *       most, -t seconds per think time; prints median and 99th
+ *       percentile (nearest rank) of the half round trips:
+ *         tcp_socket_think10ms tcp 64 lat_us / lat_p99_us
+ *       -L and -B are not run as well.
+ *   -F n  first contact (issue 12), the counterpart of ripc_firstcontact:
+ *       n fresh processes one after another (fork + exec of
+ *       /proc/self/exe), each connects to the server, sends one framed
+ *       request of the first -L size and reads the echo; prints median
+ *       and p99 of the time from fork() and from just before socket():
+ *         tcp_socket_first tcp 64 first_us / first_p99_us /
+ *         first_init_us / first_init_p99_us
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -35,6 +50,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <poll.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,6 +61,9 @@ static long lat_iters = 20000;
 static const char *lat_sizes = "8,64,1024,65536";
 static const char *bw_sizes = "65536,1048576,4194304";
 static size_t bw_bytes = 4UL << 30;
+static const char *think_list;	/* -Z */
+static long first_procs;	/* -F */
+#define FIRST_ENV "TCP_BENCH_FIRST_FD"
 
 static void on_alarm(int sig)
 {
@@ -224,6 +244,145 @@ static void bw_test(size_t sz)
 	free(buf);
 }
 
+
+/* nearest-rank percentile of sorted v[0..n) */
+static double pct(const double *v, long n, double p)
+{
+	double r = p / 100.0 * n;
+	long k = (long)r;
+	if (k < r) k++;
+	if (k < 1) k = 1;
+	return v[(k > n ? n : k) - 1];
+}
+
+/* -Z: blocking ping-pong with think time between requests */
+static void think_test(size_t sz)
+{
+	char *buf = calloc(1, sz + 4), *rbuf = malloc(sz + 4), *dup = strdup(think_list), *save, *tok;
+	uint32_t len = sz;
+	double *rt = malloc((lat_iters + 1) * sizeof(*rt));
+	int fd = dial('L', sz);
+
+	memcpy(buf, &len, 4);
+	for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		long ms = atol(tok), n = 0, i;
+		struct timespec ts;
+		double end = now() + max_sec, t0, t1;
+
+		for (i = 0; i < 5 + lat_iters; i++) {	/* 5 untimed */
+			t0 = now();
+			if (write_full(fd, buf, sz + 4) || read_full(fd, rbuf, sz + 4, 0) != 1) {
+				fprintf(stderr, "think: connection broke\n"); exit(1);
+			}
+			t1 = now();
+			if (i >= 5) {
+				rt[n++] = (t1 - t0) * 1e6 / 2;
+				if (n >= lat_iters || (t1 > end && n >= 20)) break;
+			}
+			ts.tv_sec = ms / 1000;
+			ts.tv_nsec = (ms % 1000) * 1000000L;
+			while (nanosleep(&ts, &ts) && errno == EINTR)
+				;
+		}
+		qsort(rt, n, sizeof(*rt), cmp_double);
+		printf("tcp_socket_think%ldms tcp %zu lat_us %.2f us\n", ms, sz,
+		       n % 2 ? rt[n / 2] : (rt[n / 2 - 1] + rt[n / 2]) / 2);
+		printf("tcp_socket_think%ldms tcp %zu lat_p99_us %.2f us\n", ms, sz, pct(rt, n, 99));
+		fflush(stdout);
+	}
+	close(fd);
+	free(buf); free(rbuf); free(rt); free(dup);
+}
+
+struct first_report { double t_init, t_reply; int ok; };
+
+/* -F child: a fresh process, one request/reply, times to fd */
+static int first_child(int rfd, size_t sz)
+{
+	struct first_report rep = { 0 };
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	char *buf = calloc(1, sz + 4), *rbuf = malloc(sz + 4);
+	uint32_t len = sz;
+	int fd;
+
+	rep.t_init = now();
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd >= 0 && !connect(fd, (void *)&sa, sizeof sa)) {
+		char hdr[8] = { 'L' };
+		nodelay(fd);
+		memcpy(hdr + 4, &len, 4);
+		memcpy(buf, &len, 4);
+		memset(buf + 4, 0x5a, sz);
+		/* header and request in one send(), as a client would */
+		char *msg = malloc(sz + 12);
+		memcpy(msg, hdr, 8);
+		memcpy(msg + 8, buf, sz + 4);
+		if (!write_full(fd, msg, sz + 12) && read_full(fd, rbuf, sz + 4, 0) == 1) {
+			rep.t_reply = now();
+			rep.ok = !memcmp(rbuf, buf, sz + 4);
+		}
+		free(msg);
+	}
+	if (write(rfd, &rep, sizeof rep) != sizeof rep) {}
+	close(rfd);
+	if (fd >= 0) close(fd);
+	return rep.ok ? 0 : 1;
+}
+
+static void first_test(size_t sz, char **argv)
+{
+	double *f = malloc(first_procs * sizeof(*f)), *in = malloc(first_procs * sizeof(*in));
+	long n = 0, failed = 0, i;
+	char fdbuf[16];
+
+	for (i = 0; i < first_procs; i++) {
+		struct first_report rep = { 0 };
+		struct pollfd pfd;
+		int p[2], st;
+		double t_fork;
+		pid_t pid;
+
+		if (pipe(p)) { perror("pipe"); exit(1); }
+		t_fork = now();
+		pid = fork();
+		if (pid < 0) { perror("fork"); exit(1); }
+		if (pid == 0) {
+			close(p[0]);
+			snprintf(fdbuf, sizeof fdbuf, "%d", p[1]);
+			setenv(FIRST_ENV, fdbuf, 1);
+			execv("/proc/self/exe", argv);
+			_exit(127);
+		}
+		close(p[1]);
+		pfd.fd = p[0];
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, 15000) == 1 && read(p[0], &rep, sizeof rep) == sizeof rep && rep.ok) {
+			f[n] = (rep.t_reply - t_fork) * 1e6;
+			in[n] = (rep.t_reply - rep.t_init) * 1e6;
+			n++;
+		} else {
+			failed++;
+		}
+		close(p[0]);
+		for (st = 0; st < 500 && waitpid(pid, NULL, WNOHANG) != pid; st++)
+			usleep(10000);
+		if (st == 500) { kill(pid, SIGKILL); waitpid(pid, NULL, 0); }
+	}
+	if (failed)
+		fprintf(stderr, "tcp_bench: %ld of %ld first-contact processes failed\n", failed, first_procs);
+	if (n) {
+		qsort(f, n, sizeof(*f), cmp_double);
+		qsort(in, n, sizeof(*in), cmp_double);
+		printf("tcp_socket_first tcp %zu first_us %.2f us\n", sz, n % 2 ? f[n / 2] : (f[n / 2 - 1] + f[n / 2]) / 2);
+		printf("tcp_socket_first tcp %zu first_p99_us %.2f us\n", sz, pct(f, n, 99));
+		printf("tcp_socket_first tcp %zu first_init_us %.2f us\n", sz, n % 2 ? in[n / 2] : (in[n / 2 - 1] + in[n / 2]) / 2);
+		printf("tcp_socket_first tcp %zu first_init_p99_us %.2f us\n", sz, pct(in, n, 99));
+		fflush(stdout);
+	}
+	free(f); free(in);
+}
+
 static void each(const char *list, void (*fn)(size_t))
 {
 	char *dup = strdup(list), *save, *tok;
@@ -236,7 +395,7 @@ int main(int argc, char **argv)
 {
 	int c, server = 0;
 
-	while ((c = getopt(argc, argv, "sbqMP:L:B:n:t:T:")) != -1) {
+	while ((c = getopt(argc, argv, "sbqMP:L:B:n:t:T:Z:F:")) != -1) {
 		switch (c) {
 		case 's': server = 1; break;
 		case 'b': busy = 1; break;
@@ -248,20 +407,32 @@ int main(int argc, char **argv)
 		case 'n': lat_iters = atol(optarg); break;
 		case 't': max_sec = atof(optarg); break;
 		case 'T': timeout_s = atoi(optarg); break;
+		case 'Z': think_list = optarg; break;
+		case 'F': first_procs = atol(optarg); break;
 		default:
 			fprintf(stderr, "usage: %s [-s] [-b] [-q] [-P port] [-L sizes] [-B sizes] "
-				"[-n iters] [-t secs/size] [-T limit] [-M]\n", argv[0]);
+				"[-n iters] [-t secs/size] [-T limit] [-M] [-Z think_ms,...] [-F procs]\n", argv[0]);
 			return 2;
 		}
 	}
 	signal(SIGALRM, on_alarm);
 	alarm(timeout_s);
+	if (getenv(FIRST_ENV)) {	/* a -F child */
+		alarm(20);
+		return first_child(atoi(getenv(FIRST_ENV)), atol(lat_sizes));
+	}
 	if (server) {
 		run_server();
 		return 0;
 	}
-	each(lat_sizes, lat_test);
-	each(bw_sizes, bw_test);
+	if (first_procs > 0) {
+		first_test(atol(lat_sizes), argv);
+	} else if (think_list) {
+		each(lat_sizes, think_test);
+	} else {
+		each(lat_sizes, lat_test);
+		each(bw_sizes, bw_test);
+	}
 	if (quit)
 		close(dial('Q', 0));
 	return 0;
