@@ -213,7 +213,8 @@ run "build ripc_bulk with libripc.a and Requires.private" sh -c \
 	"$CC -o '$tmp/ripc_bulk' '$exdir/ripc_bulk.c' \
 	\$(pkg-config --cflags libripc) '$lib/libripc.a' \
 	\$(pkg-config --libs \$(pkg-config --print-requires-private libripc |
-	  awk '{ print \$1 }')) -lpthread"
+	  awk '{ print \$1 }')) \
+	\$(sed -n 's/^Libs.private: //p' '$lib/pkgconfig/libripc.pc')"
 run "the static program does not need libripc.so" sh -c \
 	"! readelf -d '$tmp/ripc_bulk' | grep -q 'NEEDED.*libripc'"
 run "ripc_echo loads libripc from the prefix" sh -c \
