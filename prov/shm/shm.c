@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,7 +20,7 @@
 #include "log.h"
 #include "ofi.h"
 
-static const struct ripc_ofi_row shm_row = {
+const struct ripc_ofi_row ripc__shm_row = {
 	.name = "shm",
 	.prov_legacy = "shm",
 	.prov_current = "shm",
@@ -34,7 +35,7 @@ static const struct ripc_ofi_row shm_row = {
 static int shm_open(const struct ripc_prov_opts *opts, struct ripc_prov **out,
 		    struct ripc_prov_attr *attr)
 {
-	return ripc__ofi_open(&shm_row, opts, out, attr);
+	return ripc__ofi_open(&ripc__shm_row, opts, out, attr);
 }
 
 /*
@@ -48,8 +49,8 @@ static int shm_open(const struct ripc_prov_opts *opts, struct ripc_prov **out,
  * The watchdog finds the shm regions this process has mapped
  * (/dev/shm/<pid>:<n>:<n> in /proc/self/maps), checks that each looks like
  * the 1.17 layout (version 4, the pid of its name at offset 4; for our own
- * region also its own address at offset 16), and samples the spinlock at
- * offset 24 with trylock.  A lock seen held at every sample for
+ * region also its own address at offset 16), and samples the spinlock
+ * word at offset 24.  A lock seen held at every sample for
  * WD_HELD_NS is released when only a dead process can hold it: in a dead
  * process's region, or in our own (nobody holds ours that long while
  * alive: the longest section is one read chunk's copy).  Anything that
@@ -65,7 +66,9 @@ static int shm_open(const struct ripc_prov_opts *opts, struct ripc_prov **out,
 static struct wd_region {
 	uintptr_t addr;
 	uint64_t held_since; /* 0: not seen held */
+	unsigned seen;       /* scan that last found it mapped */
 } wd[WD_REGIONS];
+static unsigned wd_scan_no;
 
 static uint64_t wd_now(void)
 {
@@ -92,30 +95,58 @@ static struct wd_region *wd_slot(uintptr_t addr)
 	return free_slot;
 }
 
+/*
+ * The regions are read and written through process_vm_readv/writev on
+ * ourselves, never dereferenced: libfabric unmaps a peer's region when it
+ * is removed from the address vector or reconnects, at any moment relative
+ * to this thread, which holds no lock; a region gone since /proc/self/maps
+ * was read then reads as EFAULT instead of crashing the process.
+ */
+static bool wd_rw(bool write, uintptr_t addr, void *buf, size_t len)
+{
+	struct iovec l = { buf, len }, r = { (void *)addr, len };
+	ssize_t n = write ? process_vm_writev(getpid(), &l, 1, &r, 1, 0)
+			  : process_vm_readv(getpid(), &l, 1, &r, 1, 0);
+
+	return n == (ssize_t)len;
+}
+
+/* What a free spinlock's word holds here (glibc on x86: 1, elsewhere 0):
+ * learnt from one of our own. */
+static int spin_free_word(void)
+{
+	static int v = -1;
+	pthread_spinlock_t l;
+
+	if (v < 0 && pthread_spin_init(&l, PTHREAD_PROCESS_SHARED) == 0) {
+		memcpy(&v, (const void *)(uintptr_t)&l, sizeof(v));
+		pthread_spin_destroy(&l);
+	}
+	return v;
+}
+
 static void wd_check(uintptr_t start, int name_pid, uint64_t now)
 {
-	const uint8_t *r = (const uint8_t *)start;
-	pthread_spinlock_t *lock;
+	uint8_t hdr[SMR117_LOCK_OFF + sizeof(int)];
 	struct wd_region *w;
-	int pid;
+	int pid, lock, free_word = spin_free_word();
 	uintptr_t base;
 	bool own = name_pid == getpid();
 
 	/* Written by other processes (and by libfabric in this one) while
-	 * we look: read as relaxed atomics; the layout check copes with any
-	 * value. */
-	pid = __atomic_load_n((const int *)(r + SMR117_PID_OFF),
-			      __ATOMIC_RELAXED);
-	base = __atomic_load_n((const uintptr_t *)(r + SMR117_BASE_OFF),
-			       __ATOMIC_RELAXED);
-	if (__atomic_load_n(r, __ATOMIC_RELAXED) != SMR117_VERSION ||
-	    pid != name_pid || (own && base != start))
+	 * we look; the layout check copes with any value. */
+	if (!wd_rw(false, start, hdr, sizeof(hdr)))
+		return; /* unmapped meanwhile */
+	memcpy(&pid, hdr + SMR117_PID_OFF, sizeof(pid));
+	memcpy(&base, hdr + SMR117_BASE_OFF, sizeof(base));
+	memcpy(&lock, hdr + SMR117_LOCK_OFF, sizeof(lock));
+	if (hdr[0] != SMR117_VERSION || pid != name_pid ||
+	    (own && base != start))
 		return; /* not a layout we know: hands off */
-	lock = (pthread_spinlock_t *)(uintptr_t)(start + SMR117_LOCK_OFF);
 	if (!(w = wd_slot(start)))
 		return;
-	if (pthread_spin_trylock(lock) == 0) {
-		pthread_spin_unlock(lock);
+	w->seen = wd_scan_no;
+	if (lock == free_word) {
 		w->held_since = 0;
 		return;
 	}
@@ -132,7 +163,8 @@ static void wd_check(uintptr_t start, int name_pid, uint64_t now)
 		  "have died: releasing it",
 		  own ? "this process" : "a dead peer",
 		  (double)(now - w->held_since) / 1e9);
-	pthread_spin_unlock(lock);
+	/* What pthread_spin_unlock does: store the free word. */
+	wd_rw(true, start + SMR117_LOCK_OFF, &free_word, sizeof(free_word));
 	w->held_since = 0;
 }
 
@@ -145,6 +177,7 @@ void ripc__shm_watchdog(struct ripc_prov *p)
 	(void)p;
 	if (!maps)
 		return;
+	wd_scan_no++;
 	while (fgets(line, sizeof(line), maps)) {
 		unsigned long lo, hi;
 		char *name = strstr(line, "/dev/shm/");
@@ -160,6 +193,10 @@ void ripc__shm_watchdog(struct ripc_prov *p)
 		wd_check((uintptr_t)lo, pid, now);
 	}
 	fclose(maps);
+	/* Regions that are gone (peers removed, churn): free their slots. */
+	for (int i = 0; i < WD_REGIONS; i++)
+		if (wd[i].addr && wd[i].seen != wd_scan_no)
+			wd[i].addr = 0;
 }
 
 const struct ripc_prov_ops ripc__prov_shm_ops =

@@ -9,7 +9,13 @@
 
 #include "ofi.h"
 
-static const struct ripc_ofi_row tcp_row = {
+/* rxm (before 1.18) posts FI_OFI_RXM_MSG_RX_SIZE receive buffers of its
+ * eager size (16 KiB) per endpoint: 4096 by default, 52 MB of the 77 MB a
+ * tcp-only process held.  256 are plenty for one endpoint shared by all
+ * services: 25 MB (measured with ripc_soak -x idle, see ripc(7)). */
+static const char *const tcp_env[] = { "FI_OFI_RXM_MSG_RX_SIZE=256", NULL };
+
+const struct ripc_ofi_row ripc__tcp_row = {
 	.name = "tcp",
 	.prov_legacy = "tcp;ofi_rxm",
 	.prov_current = "tcp",
@@ -22,12 +28,13 @@ static const struct ripc_ofi_row tcp_row = {
 	/* rxm/tcp progress reads sockets on every CQ poll (~1-3 us). */
 	.costly_poll = true,
 	.unchecked_fast_rma = false,
+	.env_defaults = tcp_env,
 };
 
 static int tcp_open(const struct ripc_prov_opts *opts, struct ripc_prov **out,
 		    struct ripc_prov_attr *attr)
 {
-	return ripc__ofi_open(&tcp_row, opts, out, attr);
+	return ripc__ofi_open(&ripc__tcp_row, opts, out, attr);
 }
 
 const struct ripc_prov_ops ripc__prov_tcp_ops = RIPC_OFI_OPS(tcp_open);

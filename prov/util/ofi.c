@@ -5,6 +5,7 @@
  * and ../shared/ref/libfabric-1.17.md for why things are done this way.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,10 +83,32 @@ static const char *row_prov_name(const struct ripc_ofi_row *row)
 						 : row->prov_legacy;
 }
 
+/* Before libfabric's first fi_getinfo: the rows' settings, where the
+ * environment does not say otherwise (setenv does not overwrite). */
+static void env_defaults_once(void)
+{
+	for (const struct ripc_ofi_row *const *r = ripc__ofi_rows; *r; r++)
+		for (const char *const *e = (*r)->env_defaults; e && *e; e++) {
+			const char *eq = strchr(*e, '=');
+			char name[64];
+
+			if (!eq || (size_t)(eq - *e) >= sizeof(name))
+				continue;
+			memcpy(name, *e, (size_t)(eq - *e));
+			name[eq - *e] = 0;
+			if (!getenv(name)) {
+				setenv(name, eq + 1, 0);
+				ripc__log(RIPC_LOG_DEBUG, "%s: %s", (*r)->name,
+					  *e);
+			}
+		}
+}
+
 int ripc__ofi_open(const struct ripc_ofi_row *row,
 		   const struct ripc_prov_opts *opts, struct ripc_prov **out,
 		   struct ripc_prov_attr *attr)
 {
+	static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 	struct fi_info *hints;
 	struct ripc_prov *p;
 	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
@@ -103,6 +126,7 @@ int ripc__ofi_open(const struct ripc_ofi_row *row,
 	}
 	p->row = row;
 	p->force = opts->force_mr_bits;
+	pthread_once(&env_once, env_defaults_once);
 
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->caps = FI_MSG | FI_RMA;

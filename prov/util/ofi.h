@@ -22,7 +22,15 @@ struct ripc_ofi_row {
 	/* The provider's fast RMA path ignores keys when FI_MR_VIRT_ADDR is
 	 * granted (shm 1.17, ref §3.2); withhold VIRT_ADDR in checked mode. */
 	bool unchecked_fast_rma;
+	/* libfabric settings ("NAME=value", NULL-terminated) this transport
+	 * wants unless the environment has them already.  libfabric reads
+	 * every provider's settings once, at the first fi_getinfo of any:
+	 * all rows' defaults are applied before that (ripc__ofi_rows). */
+	const char *const *env_defaults;
 };
+
+/* Every compiled-in row (prov/prov.c), NULL-terminated. */
+extern const struct ripc_ofi_row *const ripc__ofi_rows[];
 
 /* shm quirk (prov/shm): see the watchdog op in ripc_prov.h. */
 void ripc__shm_watchdog(struct ripc_prov *p);

@@ -12,7 +12,7 @@
 
 #include "ofi.h"
 
-static const struct ripc_ofi_row verbs_row = {
+const struct ripc_ofi_row ripc__verbs_row = {
 	.name = "verbs",
 	.prov_legacy = "verbs;ofi_rxm",
 	.prov_current = "verbs;ofi_rxm",
@@ -28,7 +28,7 @@ static const struct ripc_ofi_row verbs_row = {
 static int verbs_open(const struct ripc_prov_opts *opts,
 		      struct ripc_prov **out, struct ripc_prov_attr *attr)
 {
-	return ripc__ofi_open(&verbs_row, opts, out, attr);
+	return ripc__ofi_open(&ripc__verbs_row, opts, out, attr);
 }
 
 const struct ripc_prov_ops ripc__prov_verbs_ops = RIPC_OFI_OPS(verbs_open);
