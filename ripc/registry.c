@@ -3,7 +3,9 @@
  *
  * File layout (all fields native-endian: the file never leaves the host):
  *   header      4 KiB   magic, layout version, change counter
- *   processes   RIPC_REG_MAX_PROCS x 512 bytes
+ *   processes   RIPC_REG_MAX_PROCS x 1536 bytes: identity, addresses,
+ *               memberships, published counters, the doorbell's sleep
+ *               word, shm pairs (layout 3)
  *   services    65535 x 16 bytes: owner process slot + 1 (0 = free),
  *               flags, owner's incarnation
  *
@@ -27,6 +29,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "env.h"
@@ -34,10 +37,12 @@
 #include "registry.h"
 
 #define REG_MAGIC 0x3147455243504952ull /* "RIPCREG1" */
-#define REG_LAYOUT 2
+#define REG_LAYOUT 3
 #define REG_HDR_SIZE 4096
-#define REG_PROC_SIZE 1024
+#define REG_PROC_SIZE 1536
 #define REG_NSVC 65535
+
+#define REG_MAX_PARTNERS 224 /* shm pairs a process may start (RIPC_SHM_PEERS max) */
 
 #define PROC_FREE 0
 #define PROC_LIVE 1
@@ -64,6 +69,19 @@ struct reg_proc {
 	 * written without the lock: a reader may see a torn update. */
 	uint32_t nstats;
 	uint64_t stats[RIPC_REG_MAX_STATS];
+	/* Non-zero while its progress sleeps: ring its doorbell (bell.c).
+	 * Written and exchanged without the lock, atomically. */
+	uint32_t sleeping;
+	/* shm pairs this process is part of, and the processes (slot + 1)
+	 * it formed them with (the other side's record counts them too). */
+	uint16_t shm_pairs;
+	uint16_t npartners;
+	uint16_t partners[REG_MAX_PARTNERS];
+	/* Bumped by a process that formed a pair with this one: it waits
+	 * until this one has mapped it (accepted, bit k of the former's
+	 * record for its partner k).  Atomic, without the lock. */
+	uint32_t accept_req;
+	uint8_t accepted[(REG_MAX_PARTNERS + 7) / 8];
 };
 _Static_assert(sizeof(struct reg_proc) <= REG_PROC_SIZE, "proc record");
 
@@ -83,6 +101,7 @@ static struct {
 	char path[PATH_MAX];
 	int self; /* our process slot, -1 if not attached */
 	uint64_t self_start;
+	uint64_t reap_after_ns; /* shm_pair: next look for dead partners */
 } reg = { .fd = -1, .self = -1 };
 
 static inline struct reg_header *hdr(void)
@@ -354,6 +373,62 @@ static void remove_shm_region(const struct reg_proc *p)
 		unlink(path);
 }
 
+static bool accepted_bit(const struct reg_proc *p, unsigned k)
+{
+	return p->accepted[k / 8] & (1u << (k % 8));
+}
+
+static void set_accepted(struct reg_proc *p, unsigned k, bool v)
+{
+	if (v)
+		p->accepted[k / 8] |= (uint8_t)(1u << (k % 8));
+	else
+		p->accepted[k / 8] &= (uint8_t)~(1u << (k % 8));
+}
+
+/* Partner k leaves p's list: the last one takes its place.  LOCK_EX. */
+static void remove_partner(struct reg_proc *p, unsigned k)
+{
+	unsigned last = --p->npartners;
+
+	p->partners[k] = p->partners[last];
+	set_accepted(p, k, accepted_bit(p, last));
+	p->partners[last] = 0;
+	set_accepted(p, last, false);
+}
+
+/* The shm pairs a process leaves: each partner counts one less; no record
+ * names it as a partner any more.  LOCK_EX held. */
+static void unpair_all(unsigned slot)
+{
+	struct reg_proc *p = proc_at(slot);
+
+	for (unsigned k = 0; k < p->npartners && k < REG_MAX_PARTNERS; k++) {
+		uint16_t o = p->partners[k];
+
+		if (o && o <= RIPC_REG_MAX_PROCS && o != slot + 1 &&
+		    proc_at(o - 1)->shm_pairs)
+			proc_at(o - 1)->shm_pairs--;
+	}
+	p->npartners = 0;
+	memset(p->accepted, 0, sizeof(p->accepted));
+	for (unsigned i = 0; i < RIPC_REG_MAX_PROCS; i++) {
+		struct reg_proc *q = proc_at(i);
+
+		if (i == slot || q->state != PROC_LIVE)
+			continue;
+		for (unsigned k = 0; k < q->npartners && k < REG_MAX_PARTNERS;
+		     k++) {
+			if (q->partners[k] != slot + 1)
+				continue;
+			remove_partner(q, k);
+			if (q->shm_pairs)
+				q->shm_pairs--;
+			break;
+		}
+	}
+}
+
 /* Clear a dead process's record and its unicast services.  LOCK_EX held. */
 static void reap(unsigned slot)
 {
@@ -361,6 +436,7 @@ static void reap(unsigned slot)
 
 	if (p->state == PROC_LIVE && p->pid != getpid())
 		remove_shm_region(p);
+	unpair_all(slot);
 	for (unsigned id = 0; id < REG_NSVC; id++) {
 		struct reg_svc *s = svc_at(id);
 
@@ -526,6 +602,8 @@ int ripc__reg_release(uint16_t id)
 
 static void fill_info(const struct reg_proc *p, struct ripc_reg_proc_info *o)
 {
+	o->slot1 = (int32_t)(((const uint8_t *)p - reg.map - REG_HDR_SIZE) /
+			     REG_PROC_SIZE) + 1;
 	o->incarnation = p->incarnation;
 	o->host_id = p->host_id;
 	o->pid = p->pid;
@@ -653,6 +731,238 @@ void ripc__reg_foreach(void (*fn)(uint16_t id, bool mcast,
 		for (unsigned k = 0; k < p->nmcast && k < RIPC_REG_MAX_MCAST;
 		     k++)
 			fn(p->mcast[k], true, &info, arg);
+	}
+	unlock();
+}
+
+/* ---- same-host wake-ups and shm pairs ---------------------------------- */
+
+uint32_t *ripc__reg_sleep_word(int slot)
+{
+	if (!reg.map || slot < 0 || slot >= RIPC_REG_MAX_PROCS)
+		return NULL;
+	return &proc_at((unsigned)slot)->sleeping;
+}
+
+int ripc__reg_self_slot(void)
+{
+	return reg.self;
+}
+
+int ripc__reg_find_incarnation(uint64_t incarnation,
+			       struct ripc_reg_proc_info *out)
+{
+	int ret = -ENOENT;
+
+	if (!reg.map || !incarnation)
+		return -ENOENT;
+	lock(LOCK_SH);
+	for (unsigned i = 0; i < RIPC_REG_MAX_PROCS; i++) {
+		const struct reg_proc *p = proc_at(i);
+
+		if (p->state == PROC_LIVE && p->incarnation == incarnation) {
+			if (proc_live(p)) {
+				fill_info(p, out);
+				ret = 0;
+			}
+			break;
+		}
+	}
+	unlock();
+	return ret;
+}
+
+static bool partners(const struct reg_proc *a, unsigned b_slot)
+{
+	for (unsigned k = 0; k < a->npartners && k < REG_MAX_PARTNERS; k++)
+		if (a->partners[k] == b_slot + 1)
+			return true;
+	return false;
+}
+
+/* Reclaim the records of ended processes that share a pair with `slot`
+ * (so that its count is true again).  LOCK_EX held.  Returns how many. */
+static unsigned reap_dead_partners(unsigned slot)
+{
+	const struct reg_proc *me = proc_at(slot);
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < RIPC_REG_MAX_PROCS; i++) {
+		struct reg_proc *q = proc_at(i);
+
+		/* kill(0) first: reading /proc for each of 160 live
+		 * partners under the lock would hold every other process
+		 * of the host up. */
+		if (i == slot || q->state != PROC_LIVE ||
+		    !(partners(me, i) || partners(q, slot)) ||
+		    (kill(q->pid, 0) == 0 || errno == EPERM) || proc_live(q))
+			continue;
+		reap(i);
+		n++;
+	}
+	if (n)
+		bump();
+	return n;
+}
+
+#define REAP_EVERY_NS (200ull * 1000 * 1000)
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+bool ripc__reg_shm_pair(int other, unsigned limit)
+{
+	struct reg_proc *me, *o;
+	bool ok = false;
+
+	if (!reg.map || reg.self < 0 || other < 0 ||
+	    other >= RIPC_REG_MAX_PROCS)
+		return false;
+	if (other == reg.self)
+		return true; /* to itself: its own entry, always there */
+	me = proc_at((unsigned)reg.self);
+	o = proc_at((unsigned)other);
+	/* Already a pair (the common case: every route look-up asks): read
+	 * without the lock.  A torn read only sends us the locked way. */
+	if (partners(me, (unsigned)other) || partners(o, (unsigned)reg.self))
+		return o->state == PROC_LIVE;
+	/* Full on either side: look for pairs with ended processes at most
+	 * every REAP_EVERY_NS (the owner's sweep frees them anyway), and
+	 * otherwise answer without the lock.  Hundreds of processes that
+	 * fall back to tcp must not queue on the lock at each look-up. */
+	if ((me->shm_pairs >= limit || o->shm_pairs >= limit ||
+	     me->npartners >= REG_MAX_PARTNERS) &&
+	    mono_ns() < reg.reap_after_ns)
+		return false;
+	lock(LOCK_EX);
+	for (int attempt = 0; attempt < 2 && !ok; attempt++) {
+		if (o->state != PROC_LIVE)
+			break;
+		if (partners(me, (unsigned)other) ||
+		    partners(o, (unsigned)reg.self)) {
+			ok = true;
+		} else if (me->shm_pairs < limit && o->shm_pairs < limit &&
+			   me->npartners < REG_MAX_PARTNERS) {
+			set_accepted(me, me->npartners, false);
+			me->partners[me->npartners++] = (uint16_t)(other + 1);
+			me->shm_pairs++;
+			o->shm_pairs++;
+			/* It has to map us before we send (registry.h). */
+			__atomic_fetch_add(&o->accept_req, 1, __ATOMIC_SEQ_CST);
+			ok = true;
+		} else if (attempt == 0) {
+			/* Full: maybe of processes that ended unnoticed. */
+			reg.reap_after_ns = mono_ns() + REAP_EVERY_NS;
+			if (!reap_dead_partners((unsigned)other) &&
+			    !reap_dead_partners((unsigned)reg.self))
+				break;
+		}
+	}
+	unlock();
+	return ok;
+}
+
+bool ripc__reg_slot_live(int slot, uint64_t incarnation)
+{
+	struct reg_proc *p;
+	bool live;
+
+	if (!reg.map || slot < 0 || slot >= RIPC_REG_MAX_PROCS)
+		return false;
+	p = proc_at((unsigned)slot);
+	if (p->state != PROC_LIVE || p->incarnation != incarnation)
+		return false;
+	if (ripc__proc_alive(p->pid, p->starttime))
+		return true;
+	/* Dead: reclaim its record now, and the pairs with it. */
+	lock(LOCK_EX);
+	live = p->state == PROC_LIVE && p->incarnation == incarnation &&
+	       ripc__proc_alive(p->pid, p->starttime);
+	if (!live && p->state == PROC_LIVE && p->incarnation == incarnation) {
+		reap((unsigned)slot);
+		bump();
+	}
+	unlock();
+	return live;
+}
+
+/* ---- accepting pairs -------------------------------------------------- */
+
+/* Index of partner `other` in p's list, or -1. */
+static int partner_index(const struct reg_proc *p, int other)
+{
+	for (unsigned k = 0; k < p->npartners && k < REG_MAX_PARTNERS; k++)
+		if (p->partners[k] == other + 1)
+			return (int)k;
+	return -1;
+}
+
+bool ripc__reg_shm_accepted(int other)
+{
+	const struct reg_proc *me;
+	int k;
+
+	if (!reg.map || reg.self < 0 || other < 0 ||
+	    other >= RIPC_REG_MAX_PROCS || other == reg.self)
+		return true; /* nothing to wait for (or to know) */
+	me = proc_at((unsigned)reg.self);
+	/* Read without the lock: a stale "not yet" only means asking again. */
+	k = partner_index(me, other);
+	if (k < 0)
+		return true; /* it formed the pair: it mapped us first */
+	return __atomic_load_n(&me->accepted[k / 8], __ATOMIC_ACQUIRE) &
+	       (1u << (k % 8));
+}
+
+uint32_t ripc__reg_accept_requests(void)
+{
+	if (!reg.map || reg.self < 0)
+		return 0;
+	return __atomic_load_n(&proc_at((unsigned)reg.self)->accept_req,
+			       __ATOMIC_SEQ_CST);
+}
+
+int ripc__reg_accept_pending(struct ripc_reg_proc_info *out, int max)
+{
+	int n = 0;
+
+	if (!reg.map || reg.self < 0)
+		return 0;
+	lock(LOCK_SH);
+	for (unsigned i = 0; i < RIPC_REG_MAX_PROCS && n < max; i++) {
+		const struct reg_proc *q = proc_at(i);
+		int k;
+
+		if ((int)i == reg.self || q->state != PROC_LIVE)
+			continue;
+		k = partner_index(q, reg.self);
+		if (k >= 0 && !accepted_bit(q, (unsigned)k) && proc_live(q))
+			fill_info(q, &out[n++]);
+	}
+	unlock();
+	return n;
+}
+
+void ripc__reg_accept_done(int slot, uint64_t incarnation)
+{
+	struct reg_proc *q;
+	int k;
+
+	if (!reg.map || reg.self < 0 || slot < 0 || slot >= RIPC_REG_MAX_PROCS)
+		return;
+	q = proc_at((unsigned)slot);
+	lock(LOCK_EX);
+	if (q->state == PROC_LIVE && q->incarnation == incarnation &&
+	    (k = partner_index(q, reg.self)) >= 0) {
+		uint8_t *b = &q->accepted[k / 8];
+
+		__atomic_store_n(b, (uint8_t)(*b | (1u << (k % 8))),
+				 __ATOMIC_RELEASE);
 	}
 	unlock();
 }

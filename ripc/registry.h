@@ -29,6 +29,9 @@ struct ripc_reg_proc_info {
 	uint64_t host_id;
 	int32_t pid;
 	struct ripc_reg_addr addr[RIPC_PROV_MAX];
+	/* Its record in this host's registry, + 1 (0: unknown, or another
+	 * host's process); filled by the registry's look-ups only. */
+	int32_t slot1;
 };
 
 /* Open (creating if needed) and map the registry at `path` (NULL: the
@@ -74,6 +77,49 @@ void ripc__reg_foreach_proc(void (*fn)(const struct ripc_reg_proc_info *proc,
 				       const uint64_t *stats, unsigned n,
 				       void *arg),
 			    void *arg);
+
+/* ---- same-host wake-ups and shm slots (issue 12) ----------------------
+ * slot: a process's record index (slot1 - 1 of its info).
+ *
+ * The sleep word of a process: non-zero while its progress sleeps and
+ * wants a doorbell ring for new work (bell.c).  NULL if slot is invalid. */
+uint32_t *ripc__reg_sleep_word(int slot);
+int ripc__reg_self_slot(void);
+/* The live process with this incarnation: 0 and *out, or -ENOENT. */
+int ripc__reg_find_incarnation(uint64_t incarnation,
+			       struct ripc_reg_proc_info *out);
+/* libfabric 1.17's shm provider holds at most 256 peers per endpoint and
+ * misbehaves past that, so every pair of processes that talk over shm is
+ * counted, in both records, before it may: returns true when this
+ * process and `other` already form a pair or could form one with both
+ * under `limit` pairs (it is then recorded), false when one is full (the
+ * pair talks over tcp instead).  A pair lasts until one of its processes
+ * leaves the registry. */
+bool ripc__reg_shm_pair(int other, unsigned limit);
+/* Is the process of this slot still the one with this incarnation, and
+ * alive?  When it is not, its record is reclaimed (its pairs with it). */
+bool ripc__reg_slot_live(int slot, uint64_t incarnation);
+
+/*
+ * Accepting a pair.  libfabric 1.17's shm maps a new sender's region when
+ * it takes the sender's connection request, and dereferences NULL if the
+ * sender's region file is gone by then (the sender ended at the wrong
+ * moment): the receiving process crashes.  So a process that forms a pair
+ * does not send over shm until the other has mapped it ahead (av_insert
+ * while it is alive) and said so here; the connection request then finds
+ * the mapping made.
+ *
+ * accepted(other): may we send to `other` over shm?  True when it
+ * accepted our pair, when it formed the pair itself (it mapped us before
+ * its first send), or when there is nothing to wait for.
+ * accept_requests(): a counter other processes bump when they form a pair
+ * with us: check it, and if it moved, accept_pending() lists the
+ * processes (live, with their addresses) whose pairs we have not accepted
+ * yet; once mapped, accept_done(slot, incarnation) tells each. */
+bool ripc__reg_shm_accepted(int other);
+uint32_t ripc__reg_accept_requests(void);
+int ripc__reg_accept_pending(struct ripc_reg_proc_info *out, int max);
+void ripc__reg_accept_done(int slot, uint64_t incarnation);
 
 /* Process identity helpers (also used by tests). */
 uint64_t ripc__proc_starttime(pid_t pid);

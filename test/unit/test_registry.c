@@ -78,7 +78,10 @@ static void open_attach(uint64_t inc)
 
 /* ---- other processes ------------------------------------------------ */
 
-enum child_op { OP_ATTACH, OP_CLAIM, OP_JOIN };
+enum child_op { OP_ATTACH, OP_CLAIM, OP_JOIN, OP_PAIR };
+
+/* OP_PAIR: pair with this slot (the test's own), with `id` as the limit. */
+static int pair_with;
 
 struct child {
 	pid_t pid;
@@ -130,6 +133,8 @@ static void child_start(struct child *c, enum child_op op, uint16_t id,
 			r = ripc__reg_claim(id);
 		else if (!r && op == OP_JOIN)
 			r = ripc__reg_join(id);
+		else if (!r && op == OP_PAIR)
+			r = ripc__reg_shm_pair(pair_with, id) ? 0 : -ENOSPC;
 		if (write(res[1], &r, sizeof(r)) != sizeof(r))
 			_exit(2);
 		while (read(hold[0], &b, 1) > 0)
@@ -201,9 +206,9 @@ Test(registry, open_creates_private_file)
 	cr_assert_eq(st.st_mode & 07777, 0600, "mode %o", st.st_mode & 07777);
 	cr_assert_eq(st.st_uid, geteuid());
 	/* Layout documented in registry.c: 4 KiB header, process records
-	 * of 1024 bytes, 65535 service records of 16 bytes. */
+	 * of 1536 bytes, 65535 service records of 16 bytes. */
 	cr_assert_eq(st.st_size,
-		     4096 + (off_t)RIPC_REG_MAX_PROCS * 1024 + 65535 * 16,
+		     4096 + (off_t)RIPC_REG_MAX_PROCS * 1536 + 65535 * 16,
 		     "size %lld", (long long)st.st_size);
 	cr_assert_gt(ripc__reg_version(), 0);
 	/* Opening again is harmless. */
@@ -970,4 +975,134 @@ Test(registry, published_stats_read_back)
 	memset(&s, 0, sizeof(s));
 	ripc__reg_foreach_proc(collect_stats, &s);
 	cr_assert_eq(s.n, RIPC_REG_MAX_STATS);
+}
+
+/* ---- same-host wake-ups and shm pairs -------------------------------- */
+
+static uint64_t child_inc(const struct child *c)
+{
+	return 0x1000000000ull + (uint64_t)c->pid;
+}
+
+static int child_slot(const struct child *c)
+{
+	struct ripc_reg_proc_info out;
+
+	cr_assert_eq(ripc__reg_find_incarnation(child_inc(c), &out), 0);
+	cr_assert_eq(out.pid, c->pid);
+	cr_assert_gt(out.slot1, 0);
+	return out.slot1 - 1;
+}
+
+Test(registry, find_incarnation_and_sleep_word)
+{
+	struct ripc_reg_proc_info out;
+	struct child c;
+	uint32_t *w;
+
+	cr_assert_null(ripc__reg_sleep_word(0), "before open");
+	open_attach(0x91);
+	cr_assert_eq(ripc__reg_find_incarnation(0x91, &out), 0);
+	cr_assert_eq(out.slot1 - 1, ripc__reg_self_slot());
+	cr_assert_eq(ripc__reg_find_incarnation(0x92, &out), -ENOENT);
+	cr_assert_eq(ripc__reg_find_incarnation(0, &out), -ENOENT);
+	w = ripc__reg_sleep_word(ripc__reg_self_slot());
+	cr_assert_not_null(w);
+	cr_assert_eq(*w, 0);
+	cr_assert_null(ripc__reg_sleep_word(-1));
+	cr_assert_null(ripc__reg_sleep_word(RIPC_REG_MAX_PROCS));
+	/* Another process's word is another word. */
+	cr_assert_eq(spawn(&c, OP_ATTACH, 0, true), 0);
+	cr_assert_neq(ripc__reg_sleep_word(child_slot(&c)), w);
+	/* Lookups by ID fill slot1 too. */
+	cr_assert_eq(ripc__reg_claim(700), 0);
+	cr_assert_eq(ripc__reg_lookup(700, &out), 0);
+	cr_assert_eq(out.slot1 - 1, ripc__reg_self_slot());
+	child_release(&c);
+	cr_assert_eq(ripc__reg_find_incarnation(child_inc(&c), &out), -ENOENT,
+		     "a process that detached is not found");
+}
+
+Test(registry, shm_pairs_limited_both_sides)
+{
+	struct child a, b, c, d;
+	int sa, sb, sc;
+
+	open_attach(0x93);
+	cr_assert_eq(spawn(&a, OP_ATTACH, 0, true), 0);
+	cr_assert_eq(spawn(&b, OP_ATTACH, 0, true), 0);
+	cr_assert_eq(spawn(&c, OP_ATTACH, 0, true), 0);
+	sa = child_slot(&a);
+	sb = child_slot(&b);
+	sc = child_slot(&c);
+	cr_assert(ripc__reg_shm_pair(ripc__reg_self_slot(), 0),
+		  "to itself always");
+	cr_assert(ripc__reg_shm_pair(sa, 2));
+	cr_assert(ripc__reg_shm_pair(sb, 2));
+	cr_assert_not(ripc__reg_shm_pair(sc, 2), "third pair over limit 2");
+	cr_assert(ripc__reg_shm_pair(sa, 2), "an existing pair stays");
+	cr_assert(ripc__reg_shm_pair(sc, 3), "a higher limit has room");
+	cr_assert_not(ripc__reg_shm_pair(-1, 10));
+	cr_assert_not(ripc__reg_shm_pair(RIPC_REG_MAX_PROCS, 10));
+	/* The other side counts too: we have 3 pairs, so a newcomer that
+	 * starts a pair with us under limit 3 is refused, and under 4 not;
+	 * a pair it already has needs no room. */
+	pair_with = ripc__reg_self_slot();
+	cr_assert_eq(spawn(&d, OP_PAIR, 3, true), -ENOSPC);
+	child_release(&d);
+	cr_assert_eq(spawn(&d, OP_PAIR, 4, true), 0);
+	child_release(&d);
+	/* d detached: its pair with us is gone, so room again under 4. */
+	cr_assert_eq(spawn(&d, OP_PAIR, 4, true), 0);
+	child_release(&d);
+	child_release(&a);
+	child_release(&b);
+	child_release(&c);
+}
+
+Test(registry, shm_pair_freed_when_partner_dies)
+{
+	struct ripc_reg_proc_info out;
+	struct child a, b;
+	int sa, sb;
+
+	open_attach(0x94);
+	cr_assert_eq(spawn(&a, OP_ATTACH, 0, false), 0);
+	cr_assert_eq(spawn(&b, OP_ATTACH, 0, true), 0);
+	sa = child_slot(&a);
+	sb = child_slot(&b);
+	cr_assert(ripc__reg_slot_live(sa, child_inc(&a)));
+	cr_assert_not(ripc__reg_slot_live(sa, child_inc(&a) + 1),
+		      "another incarnation");
+	cr_assert(ripc__reg_shm_pair(sa, 1));
+	cr_assert_not(ripc__reg_shm_pair(sb, 1), "full");
+	/* a dies without detaching: nobody noticed yet, but when we are
+	 * full the registry looks for partners that ended, at most every
+	 * 200 ms (the refusal above looked just now). */
+	child_kill(&a);
+	cr_assert_not(ripc__reg_shm_pair(sb, 1), "not looked again so soon");
+	usleep(250 * 1000);
+	cr_assert(ripc__reg_shm_pair(sb, 1), "the dead partner's place");
+	cr_assert_eq(ripc__reg_find_incarnation(child_inc(&a), &out), -ENOENT);
+	cr_assert_not(ripc__reg_slot_live(sa, child_inc(&a)));
+	child_release(&b);
+	/* b detached: its slot is not live for its incarnation any more. */
+	cr_assert_not(ripc__reg_slot_live(sb, child_inc(&b)));
+}
+
+Test(registry, slot_live_reclaims_dead)
+{
+	struct ripc_reg_proc_info out;
+	struct child a;
+	int sa;
+
+	open_attach(0x95);
+	cr_assert_eq(spawn(&a, OP_CLAIM, 710, false), 0);
+	sa = child_slot(&a);
+	cr_assert(ripc__reg_slot_live(sa, child_inc(&a)));
+	child_kill(&a);
+	cr_assert_not(ripc__reg_slot_live(sa, child_inc(&a)));
+	/* Reclaimed at once: its record and its ID. */
+	cr_assert_eq(ripc__reg_find_incarnation(child_inc(&a), &out), -ENOENT);
+	cr_assert_eq(ripc__reg_claim(710), 0);
 }
