@@ -204,6 +204,13 @@ struct ripc_stats {
 	uint64_t long_released, long_timeouts, pulls_failed;
 	uint64_t window_hits, library_buffers;
 	uint64_t release_events_dropped; /* ripc_release_poll queue full */
+	/* Doorbells (same-host wake-ups, see ripc(7) NOTES): rung for
+	 * peers whose progress slept, and received. */
+	uint64_t bell_rings, bell_wakeups;
+	/* Same-host peers reached over tcp because shm was full. */
+	uint64_t shm_fallback_tcp;
+	/* Peers forgotten because their process had ended. */
+	uint64_t peers_reaped;
 };
 /* Copies min(size, sizeof(struct ripc_stats)) bytes of counters. */
 uint8_t ripc_stats(struct ripc_stats *stats, size_t size);

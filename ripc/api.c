@@ -556,9 +556,12 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 			err = RIPC_ENOMEM;
 			break;
 		}
-		if (wait_ns > 1000000000ull)
-			wait_ns = 1000000000ull;
-		if (g->nwaiters++ == 0)
+		if (wait_ns > 3600000000000ull)
+			wait_ns = 3600000000000ull; /* timespec arithmetic */
+		/* A progress thread that keeps out of our way on a timer
+		 * must look now; one asleep on every fd (idle) wakes for
+		 * what comes anyway. */
+		if (g->nwaiters++ == 0 && !g->idle)
 			ripc__engine_kick();
 		int r = api_sleep(w, &svc->waiters, wait_ns, -1);
 

@@ -255,6 +255,8 @@ void ripc__dispatch(struct ripc_tp *t, struct ripc_slot *s, size_t len)
 		repost(t, s);
 		return;
 	}
+	if (t->attr.same_host_only)
+		ripc__peer_learn(t->id, in.src_inc);
 	if (in.dst_inc != CTX->incarnation) {
 		/* Meant for an earlier process at this address. */
 		CTX->stats.drops_stale++;

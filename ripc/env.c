@@ -17,7 +17,7 @@ const struct ripc_env_var ripc__env_table[RIPC_ENV_COUNT] = {
 		"Log level: none, error, warn, info, debug." },
 	[RIPC_ENV_REGISTRY] = { "RIPC_REGISTRY", "",
 		"Path of the host-local service registry. Empty: "
-		"/dev/shm/ripc2-<euid>-<network namespace inode>.reg (2 is the file's "
+		"/dev/shm/ripc3-<euid>-<network namespace inode>.reg (3 is the file's "
 		"layout version)." },
 	[RIPC_ENV_TCP_ADDR] = { "RIPC_TCP_ADDR", "127.0.0.1",
 		"Local IP address the tcp transport binds to." },
@@ -41,8 +41,9 @@ const struct ripc_env_var ripc__env_table[RIPC_ENV_COUNT] = {
 		"RIPC_SPIN_US, while a long message for its service is being "
 		"pulled (0: never beyond RIPC_SPIN_US)." },
 	[RIPC_ENV_POLL_INTERVAL_US] = { "RIPC_POLL_INTERVAL_US", "1000",
-		"Progress thread's polling period for transports without a wait "
-		"file descriptor (shm)." },
+		"Progress thread's polling period for shm when it has no doorbell "
+		"(RIPC_DOORBELL=0, or none could be made), and while an "
+		"application thread was active within the last millisecond." },
 	[RIPC_ENV_BUSY_POLL_US] = { "RIPC_BUSY_POLL_US", "20",
 		"Progress thread's polling period for transports without a wait "
 		"file descriptor (shm) while a transfer is under way." },
@@ -56,6 +57,13 @@ const struct ripc_env_var ripc__env_table[RIPC_ENV_COUNT] = {
 	[RIPC_ENV_SHM_CHECKED] = { "RIPC_SHM_CHECKED", "0",
 		"1: make shm verify RMA keys (slower; a bad key then wedges the "
 		"pair, see ripc(7))." },
+	[RIPC_ENV_SHM_PEERS] = { "RIPC_SHM_PEERS", "160",
+		"Processes a process may talk to over shm at once (libfabric 1.17's "
+		"shm endpoint holds 256); pairs beyond use tcp. At most 224." },
+	[RIPC_ENV_DOORBELL] = { "RIPC_DOORBELL", "1",
+		"0: no doorbell; the progress thread polls shm every "
+		"RIPC_POLL_INTERVAL_US instead of sleeping until a peer on this "
+		"host rings." },
 	[RIPC_ENV_PULL_MEM_MAX] = { "RIPC_PULL_MEM_MAX", "4g",
 		"Bytes of library buffers that pulls in flight may allocate." },
 	[RIPC_ENV_READ_CHUNK] = { "RIPC_READ_CHUNK", "8m",

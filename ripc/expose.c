@@ -96,6 +96,7 @@ int ripc__expose(struct ripc_peer *peer, uint64_t peer_inc, uint8_t kind,
 	e->dest = dest;
 	e->send_seq = CTX->ex.send_seq;
 	e->deadline = deadline;
+	ripc__timer_note(deadline);
 	e->n = n;
 	ripc_list_add_tail(&CTX->ex.live, &e->link);
 	CTX->ex.nlive++;
@@ -245,23 +246,28 @@ void ripc__expose_end_id(uint64_t id, int status)
 		ripc__expose_end(e, status, false);
 }
 
-void ripc__expose_timers(uint64_t now)
+uint64_t ripc__expose_timers(uint64_t now)
 {
 	struct ripc_list *pos, *tmp;
+	uint64_t next = UINT64_MAX;
 
 	ripc_list_for_each_safe(pos, tmp, &CTX->ex.live)
 	{
 		struct ripc_expo *e =
 			ripc_container_of(pos, struct ripc_expo, link);
 
-		if (now < e->deadline)
+		if (now < e->deadline) {
+			if (e->deadline < next)
+				next = e->deadline;
 			continue;
+		}
 		if (e->kind == RIPC_EXPO_LONG)
 			ripc__log_rl(RIPC_LOG_INFO,
 				     "long send not completed by its receiver "
 				     "in time; revoking its registrations");
 		ripc__expose_end(e, RIPC_EEXPIRED, false);
 	}
+	return next;
 }
 
 static bool item_covers(const uint8_t *buf, uint32_t len, const uint8_t *p)

@@ -73,6 +73,9 @@ void ripc__load_config(void)
 	CTX->cfg.pull_mem_max = v < 0 ? 0 : (uint64_t)v;
 	v = ripc__env_int(RIPC_ENV_READ_CHUNK);
 	CTX->cfg.read_chunk = v < 4096 ? 4096 : (uint64_t)v;
+	v = ripc__env_int(RIPC_ENV_SHM_PEERS);
+	CTX->cfg.shm_peers = v < 0 ? 0 : v > 224 ? 224 : (unsigned)v;
+	CTX->cfg.doorbell = ripc__env_bool(RIPC_ENV_DOORBELL);
 	CTX->cfg.manual_progress =
 		!strcmp(ripc__env_str(RIPC_ENV_PROGRESS), "manual");
 }
@@ -330,6 +333,7 @@ static const struct ripc_module modules[] = {
 	{ "locality", locality_setup, ripc__loc_teardown, ripc__loc_teardown },
 	{ "memory", ripc__mem_init, ripc__mem_deregister, NULL },
 	{ "registry", registry_open, registry_close, ripc__reg_forget },
+	{ "doorbell", ripc__bell_open, ripc__bell_close, ripc__bell_forget },
 	{ "resolver", ripc__resolver_open, ripc__resolver_close,
 	  ripc__resolver_close },
 	{ "directory", directory_open, ripc__dir_close, ripc__dir_forget },
@@ -409,6 +413,7 @@ static void atfork_child(void)
 	ripc_list_init(&CTX->mem.lregs);
 	CTX->rx.app_fd = -1;
 	CTX->eng.wake_fd = -1;
+	CTX->bell.fd = CTX->bell.out = -1;
 }
 
 /* ---- process exit --------------------------------------------------- */
@@ -423,6 +428,7 @@ static void quick_teardown(void)
 	CTX->exiting = true;
 	ripc__watchdog_stop();
 	ripc__resolver_close();
+	ripc__bell_close();
 	registry_close();
 	transports_close();
 }

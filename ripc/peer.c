@@ -23,6 +23,11 @@
 #define ROUTE_RECHECK_NS 1000000000ull
 #define PEERS_MAX 4096
 #define MCAST_MAX 256
+/* Same-host peers beyond which (and beyond those left by the last sweep)
+ * dead ones are looked for. */
+#define SWEEP_MIN 32u
+
+static void route_release(struct ripc_route *r);
 
 static unsigned peer_bucket(int tp, const void *addr, size_t len)
 {
@@ -61,10 +66,31 @@ static void peer_unlink(struct ripc_peer *p)
 		pp = &(*pp)->hnext;
 	if (*pp)
 		*pp = p->hnext;
+	pp = &CTX->inc_hash[p->inc & 255];
+	while (*pp && *pp != p)
+		pp = &(*pp)->inext;
+	if (*pp)
+		*pp = p->inext;
+}
+
+/* Forget a peer nobody references any more. */
+static void peer_free(struct ripc_peer *p)
+{
+	peer_unlink(p);
+	if (!handle_shared(p))
+		CTX->tp[p->tp].ops->av_remove(CTX->tp[p->tp].p, p->handle);
+	CTX->tp[p->tp].npeers--;
+	CTX->npeers--;
+	free(p);
 }
 
 /* Forget up to `want` unreferenced peers on transport tp (any if tp < 0),
- * least recently used first.  Returns how many were forgotten. */
+ * least recently used first.  Returns how many were forgotten.
+ *
+ * Never a peer on a same-host transport: libfabric 1.17's shm forgets a
+ * removed address on our side only, while the live peer keeps using the
+ * slot it had in our endpoint (ref §2), so shm peers go only once their
+ * process has ended (peers_sweep). */
 static unsigned peers_evict(int tp, unsigned want)
 {
 	unsigned done = 0;
@@ -76,20 +102,29 @@ static unsigned peers_evict(int tp, unsigned want)
 			for (struct ripc_peer *p = CTX->peer_hash[b]; p;
 			     p = p->hnext)
 				if (!p->refs && (tp < 0 || p->tp == tp) &&
+				    !CTX->tp[p->tp].attr.same_host_only &&
 				    (!victim ||
 				     p->last_used_ns < victim->last_used_ns))
 					victim = p;
 		if (!victim)
 			break;
-		peer_unlink(victim);
-		if (!handle_shared(victim))
-			CTX->tp[victim->tp].ops->av_remove(
-				CTX->tp[victim->tp].p, victim->handle);
-		free(victim);
-		CTX->npeers--;
+		peer_free(victim);
 		done++;
 	}
 	return done;
+}
+
+/* Its registry record, for a peer on a same-host transport: where its
+ * doorbell's sleep word is, and how a sweep learns that it ended. */
+static int32_t same_host_slot1(int tp, const void *addr, size_t len,
+			       uint64_t inc)
+{
+	struct ripc_reg_proc_info info;
+
+	if (ripc__reg_find_incarnation(inc, &info) ||
+	    info.addr[tp].len != len || memcmp(info.addr[tp].addr, addr, len))
+		return 0;
+	return info.slot1;
 }
 
 struct ripc_peer *ripc__peer_get(int tp, const void *addr, size_t len,
@@ -145,7 +180,175 @@ struct ripc_peer *ripc__peer_get(int tp, const void *addr, size_t len,
 	memcpy(p->addr, addr, len);
 	p->hnext = CTX->peer_hash[b];
 	CTX->peer_hash[b] = p;
+	p->inext = CTX->inc_hash[inc & 255];
+	CTX->inc_hash[inc & 255] = p;
+	if (t->attr.same_host_only) {
+		p->reg_slot1 = same_host_slot1(tp, addr, len, inc);
+		if (t->sweep_at < SWEEP_MIN)
+			t->sweep_at = SWEEP_MIN;
+		if (++t->npeers >= t->sweep_at)
+			CTX->sweep_due = true;
+	} else {
+		t->npeers++;
+	}
 	return p;
+}
+
+/*
+ * A message came over a same-host transport from incarnation inc: make
+ * sure the sender is a peer.  libfabric 1.17's shm added the sender to our
+ * endpoint's address table when it first sent (at most 256 fit, and a
+ * 257th overwrites a live one); only a peer of ours can be removed again
+ * once its process ends (peers_sweep).  Short messages carry no address:
+ * the registry has it.  The last sender is remembered, so a stream of
+ * messages costs a compare.
+ */
+void ripc__peer_learn(int tp, uint64_t inc)
+{
+	struct ripc_tp *t = &CTX->tp[tp];
+	struct ripc_reg_proc_info info;
+	int err;
+
+	if (inc == t->learnt_inc || !inc)
+		return;
+	for (struct ripc_peer *p = CTX->inc_hash[inc & 255]; p; p = p->inext)
+		if (p->inc == inc && p->tp == tp) {
+			t->learnt_inc = inc;
+			return;
+		}
+	/* Claims the registry does not know are not looked up twice. */
+	for (unsigned i = 0; i < 32; i++)
+		if (CTX->unknown_inc[i] == inc)
+			return;
+	if (ripc__reg_find_incarnation(inc, &info) || !info.addr[tp].len) {
+		CTX->unknown_inc[CTX->unknown_next++ & 31] = inc;
+		return;
+	}
+	if (ripc__peer_get(tp, info.addr[tp].addr, info.addr[tp].len, inc,
+			   &err))
+		t->learnt_inc = inc;
+}
+
+bool ripc__peer_wait_accept(struct ripc_peer *p)
+{
+	if (!CTX->tp[p->tp].attr.same_host_only || !p->reg_slot1 ||
+	    ripc__reg_shm_accepted(p->reg_slot1 - 1)) {
+		p->ready = true;
+		return true;
+	}
+	/* It maps us when its progress looks at its requests: wake it. */
+	ripc__bell_ring(p);
+	return false;
+}
+
+void ripc__peers_accept(void)
+{
+	struct ripc_reg_proc_info *req;
+	uint32_t now = ripc__reg_accept_requests();
+	bool retry = false;
+	int n;
+
+	if (now == CTX->accept_seen)
+		return;
+	req = calloc(64, sizeof(*req));
+	if (!req)
+		return; /* looked at again next time */
+	CTX->accept_seen = now;
+	n = ripc__reg_accept_pending(req, 64);
+	for (int i = 0; i < n; i++) {
+		for (int tp = 0; tp < RIPC_PROV_MAX; tp++) {
+			struct ripc_tp *t = &CTX->tp[tp];
+			int err;
+
+			if (!t->open || !t->attr.same_host_only ||
+			    !req[i].addr[tp].len)
+				continue;
+			/* av_insert maps its region while it is alive. */
+			if (ripc__peer_get(tp, req[i].addr[tp].addr,
+					   req[i].addr[tp].len,
+					   req[i].incarnation, &err)) {
+				ripc__reg_accept_done(req[i].slot1 - 1,
+						      req[i].incarnation);
+				continue;
+			}
+			ripc__log_rl(RIPC_LOG_INFO,
+				     "pid %d: cannot map it yet: %s",
+				     (int)req[i].pid, ripc_strerror(err));
+			retry = true;
+		}
+	}
+	if (n == 64 || retry)
+		CTX->accept_seen--; /* more: again on the next pass */
+	free(req);
+}
+
+/*
+ * Forget the peers on same-host transports whose process has ended: their
+ * slots in libfabric's shm address table are reused only once removed.
+ * Routes that lead to such a peer are looked up afresh (they would fail
+ * anyway); a peer still used by a transfer waits for the next sweep.
+ * Runs from the engine (never inside a route or peer look-up), when a
+ * transport's peers reach sweep_at; sweep_at then moves SWEEP_MIN above
+ * what is left, so sweeps are amortised over new peers.
+ */
+void ripc__peers_sweep(void)
+{
+	bool dead_any = false, left = false;
+
+	CTX->sweep_due = false;
+	for (unsigned b = 0; b < 256; b++)
+		for (struct ripc_peer *p = CTX->peer_hash[b]; p; p = p->hnext)
+			if (CTX->tp[p->tp].attr.same_host_only) {
+				if (!p->reg_slot1) /* not found when made */
+					p->reg_slot1 = same_host_slot1(
+						p->tp, p->addr, p->addrlen,
+						p->inc);
+				p->dead = !p->reg_slot1 ||
+					  !ripc__reg_slot_live(
+						  p->reg_slot1 - 1, p->inc);
+				dead_any |= p->dead;
+			}
+	if (!dead_any)
+		goto out;
+	for (unsigned i = 0; i <= RIPC_MAX_SERVICE_ID; i++) {
+		struct ripc_route *r = CTX->route[i];
+		bool dead = false;
+
+		if (!r)
+			continue;
+		dead = r->peer && r->peer->dead;
+		for (unsigned k = 0; k < r->nmembers && !dead; k++)
+			dead = r->members[k]->dead;
+		if (dead) {
+			route_release(r);
+			r->reg_version = 0;
+		}
+	}
+	for (unsigned b = 0; b < 256; b++) {
+		struct ripc_peer *p = CTX->peer_hash[b], *n;
+
+		for (; p; p = n) {
+			n = p->hnext;
+			if (!p->dead)
+				continue;
+			if (p->refs) {
+				left = true;
+				continue;
+			}
+			peer_free(p);
+			CTX->stats.peers_reaped++;
+		}
+	}
+out:
+	for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
+		struct ripc_tp *t = &CTX->tp[i];
+
+		if (t->attr.same_host_only)
+			t->sweep_at = t->npeers + SWEEP_MIN;
+		t->learnt_inc = 0;
+	}
+	/* A transfer still holds a dead peer: look again in a while. */
+	CTX->sweep_retry_ns = left ? ripc__now_ns() + 100000000ull : 0;
 }
 
 void ripc__peers_fini(void)
@@ -158,8 +361,11 @@ void ripc__peers_fini(void)
 			free(p);
 		}
 		CTX->peer_hash[b] = NULL;
+		CTX->inc_hash[b] = NULL;
 	}
 	CTX->npeers = 0;
+	for (unsigned i = 0; i < RIPC_PROV_MAX; i++)
+		CTX->tp[i].npeers = 0;
 	for (unsigned i = 0; i <= RIPC_MAX_SERVICE_ID; i++) {
 		if (CTX->route[i]) {
 			free(CTX->route[i]->members);
@@ -168,6 +374,46 @@ void ripc__peers_fini(void)
 			CTX->route[i] = NULL;
 		}
 	}
+}
+
+/* May we talk to this process over shm?  It must be on this host, and we
+ * and it must have room for one more shm pair (registry.h): libfabric
+ * 1.17's shm endpoint holds 256 peers and corrupts one beyond that, so
+ * pairs are counted host-wide, and the rest use tcp. */
+#define NO_ROOM_RETRY_NS (1000ull * 1000 * 1000)
+
+static bool same_host_room(const struct ripc_reg_proc_info *owner)
+{
+	struct ripc_reg_proc_info info;
+	int slot = owner->slot1 - 1;
+
+	if (owner->host_id != CTX->host_id)
+		return false;
+	if (slot < 0) {
+		/* Learnt from the resolver or the directory. */
+		if (ripc__reg_find_incarnation(owner->incarnation, &info))
+			return false;
+		slot = info.slot1 - 1;
+	}
+	for (unsigned i = 0; i < 16; i++)
+		if (CTX->no_room[i].inc == owner->incarnation) {
+			if (ripc__now_ns() < CTX->no_room[i].until_ns) {
+				CTX->stats.shm_fallback_tcp++;
+				return false;
+			}
+			CTX->no_room[i].inc = 0;
+		}
+	if (ripc__reg_shm_pair(slot, CTX->cfg.shm_peers))
+		return true;
+	CTX->no_room[CTX->no_room_next].inc = owner->incarnation;
+	CTX->no_room[CTX->no_room_next].until_ns =
+		ripc__now_ns() + NO_ROOM_RETRY_NS;
+	CTX->no_room_next = (CTX->no_room_next + 1) % 16;
+	CTX->stats.shm_fallback_tcp++;
+	ripc__log_rl(RIPC_LOG_INFO,
+		     "pid %d: shm pairs full (RIPC_SHM_PEERS=%u); using tcp",
+		     (int)owner->pid, CTX->cfg.shm_peers);
+	return false;
 }
 
 int ripc__pick_tp(const struct ripc_reg_proc_info *owner)
@@ -182,7 +428,7 @@ int ripc__pick_tp(const struct ripc_reg_proc_info *owner)
 
 		if (!t->open || owner->addr[tp].len == 0)
 			continue;
-		if (t->attr.same_host_only && owner->host_id != CTX->host_id)
+		if (t->attr.same_host_only && !same_host_room(owner))
 			continue;
 		return tp;
 	}

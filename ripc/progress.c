@@ -63,23 +63,49 @@ static void handle_cqe(struct ripc_tp *t, const struct ripc_cqe *c)
 	}
 }
 
-static void timers(uint64_t now)
+/* For ripc_info -c in other processes: at most every second while busy,
+ * and when the thread goes to sleep; only what changed. */
+static void publish_stats(uint64_t now)
 {
 	struct ripc_engine *g = &CTX->eng;
 
-	if (now < g->next_timer_ns)
+	g->stats_published_ns = now;
+	if (!memcmp(&g->published, &CTX->stats, sizeof(CTX->stats)))
 		return;
+	g->published = CTX->stats;
+	ripc__reg_publish_stats((const uint64_t *)&CTX->stats,
+				sizeof(CTX->stats) / sizeof(uint64_t));
+}
+
+static inline uint64_t min64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+static void timers(uint64_t now)
+{
+	struct ripc_engine *g = &CTX->eng;
+	uint64_t next;
+
+	if (now < g->next_timer_ns && !g->timers_due)
+		return;
+	g->timers_due = false;
 	g->next_timer_ns = now + TIMER_PERIOD_NS;
-	ripc__expose_timers(now);
-	ripc__pull_timers(now);
-	ripc__retbuf_timers(now);
-	ripc__resolver_timers(now);
-	if (now - g->stats_published_ns > 1000000000ull) {
-		/* For ripc_info -c in other processes. */
-		g->stats_published_ns = now;
-		ripc__reg_publish_stats((const uint64_t *)&CTX->stats,
-					sizeof(CTX->stats) / sizeof(uint64_t));
+	/* What the scans leave, and what they (or their callees) note. */
+	g->next_deadline_ns = UINT64_MAX;
+	next = ripc__expose_timers(now);
+	next = min64(next, ripc__pull_timers(now));
+	next = min64(next, ripc__retbuf_timers(now));
+	next = min64(next, ripc__resolver_timers(now));
+	if (CTX->sweep_retry_ns) {
+		if (now >= CTX->sweep_retry_ns)
+			CTX->sweep_due = true;
+		else
+			next = min64(next, CTX->sweep_retry_ns);
 	}
+	g->next_deadline_ns = min64(g->next_deadline_ns, next);
+	if (now - g->stats_published_ns > 1000000000ull)
+		publish_stats(now);
 }
 
 /* One pass: lock held.  Returns the number of events handled. */
@@ -89,7 +115,8 @@ int ripc__progress(void)
 	struct ripc_cqe cqe[POLL_BATCH];
 	/* Reading the clock is a good part of an empty poll's cost: only
 	 * when there is something to gate, or every 64 calls for timers. */
-	bool need_now = CTX->ntp > 1 || (++g->poll_calls & 63) == 0;
+	bool need_now = CTX->ntp > 1 || (++g->poll_calls & 63) == 0 ||
+			g->timers_due;
 	uint64_t now = need_now ? ripc__now_ns() : 0;
 	int total = 0;
 
@@ -99,6 +126,8 @@ int ripc__progress(void)
 	 * responses from it. */
 	if (CTX->shutting_down || CTX->exiting)
 		return 0;
+	/* Processes on this host that wait for us to map them. */
+	ripc__peers_accept();
 	for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
 		struct ripc_tp *t = &CTX->tp[i];
 
@@ -124,6 +153,8 @@ int ripc__progress(void)
 		if (t->rx_posted < CTX->cfg.rx_depth && !CTX->shutting_down)
 			ripc__replenish(t);
 	}
+	if (CTX->sweep_due)
+		ripc__peers_sweep();
 	if (!ripc_list_empty(&CTX->pl.readq) ||
 	    !ripc_list_empty(&CTX->pl.read_retry))
 		ripc__pull_post_reads();
@@ -169,23 +200,81 @@ static void after_poll(const struct pollfd *pfd, unsigned n)
 	}
 }
 
+static void watchdog_nudge(void);
+
+/* How long the thread may sleep when nothing is under way: until the
+ * next deadline (NULL: none, sleep until woken). */
+static struct timespec *idle_timeout(struct timespec *ts, uint64_t now)
+{
+	struct ripc_engine *g = &CTX->eng;
+	uint64_t ns;
+
+	if (g->next_deadline_ns == UINT64_MAX) {
+		g->sleep_until = UINT64_MAX;
+		return NULL;
+	}
+	ns = g->next_deadline_ns > now ? g->next_deadline_ns - now : 0;
+	if (ns < 1000000)
+		ns = 1000000; /* timers need not be finer than a millisecond */
+	g->sleep_until = now + ns;
+	ts->tv_sec = (time_t)(ns / 1000000000ull);
+	ts->tv_nsec = (long)(ns % 1000000000ull);
+	return ts;
+}
+
+/* Is a transfer under way on a transport whose completions need polling
+ * (no wait fd): shm sends and RMA complete when the peer's side acts,
+ * and nobody rings us for that. */
+static bool polled_inflight(void)
+{
+	for (unsigned i = 0; i < RIPC_PROV_MAX; i++)
+		if (CTX->tp[i].open && CTX->tp[i].attr.wait_fd < 0 &&
+		    CTX->tp[i].tx_inflight)
+			return true;
+	return false;
+}
+
+/*
+ * The progress thread.  Each round: one pass; if it found nothing, choose
+ * how to wait.  Application threads busy-polling or active a moment ago:
+ * check back on a timer, out of their way.  A transfer under way: poll
+ * transports without a wait fd often.  Otherwise sleep on the wait fds
+ * (tcp), the doorbell (shm: armed, then one more pass, so nothing that
+ * came before the arming is missed), wake_fd and the resolver's sockets,
+ * until the next deadline; with no doorbell, shm is polled every
+ * RIPC_POLL_INTERVAL_US instead.  Idle, it wakes for nothing.
+ */
 static void *progress_main(void *arg)
 {
 	struct ripc_engine *g = &CTX->eng;
-	struct pollfd pfd[RIPC_PROV_MAX + 3];
+	struct pollfd pfd[RIPC_PROV_MAX + 4];
 	unsigned fruitless = 0;
+	bool armed = false;
 
 	(void)arg;
 	for (;;) {
 		unsigned nfd = 0, nquiet;
-		bool all_fd = true, can_wait, spin;
-		uint64_t wait_us;
+		bool all_fd = true, can_wait, spin, busy, app_active;
+		struct timespec ts, *tsp = &ts;
+		uint64_t wait_us, now;
 		int n = 0;
 
 		ripc__lock();
 		if (CTX->shutting_down) {
 			ripc__unlock();
 			break;
+		}
+		g->sleep_until = 0;
+		if (armed) {
+			ripc__bell_disarm();
+			armed = false;
+		}
+		if (g->idle) {
+			/* Back from a long sleep: deadlines may be due, and
+			 * the watchdog goes back to its short period. */
+			__atomic_store_n(&g->idle, false, __ATOMIC_RELAXED);
+			g->timers_due = true;
+			watchdog_nudge();
 		}
 		spin = g->spinners > 0;
 		if (!spin)
@@ -195,6 +284,28 @@ static void *progress_main(void *arg)
 			ripc__unlock();
 			fruitless = 0;
 			continue;
+		}
+		now = ripc__now_ns();
+		/* A transfer under way, or traffic a moment ago (a reply
+		 * often follows the end of a transfer closely). */
+		busy = work_pending() || polled_inflight() ||
+		       now - g->last_traffic_ns < 2000000;
+		/* An application thread that called in a moment ago is
+		 * about to poll itself, unless it is now asleep in a
+		 * receive (which pokes wake_fd when it goes to sleep). */
+		app_active = now - g->app_active_ns < APP_ACTIVE_NS &&
+			     g->nwaiters == 0;
+		if (!spin && !app_active && !busy && ripc__bell_fd() >= 0) {
+			/* About to sleep: peers on this host ring from now
+			 * on; what they sent before is found by this pass. */
+			ripc__bell_arm();
+			armed = true;
+			n = ripc__progress();
+			if (n > 0) {
+				g->last_traffic_ns = now;
+				ripc__unlock();
+				continue; /* disarmed at the top */
+			}
 		}
 		can_wait = !spin;
 		pfd[nfd++] = (struct pollfd){ .fd = g->wake_fd,
@@ -221,18 +332,21 @@ static void *progress_main(void *arg)
 			pfd[nfd++] = (struct pollfd){ .fd = t->attr.wait_fd,
 						      .events = POLLIN };
 		}
-		/* A transfer under way, or traffic a moment ago (a reply
-		 * often follows the end of a transfer closely). */
-		bool busy = work_pending() ||
-			    ripc__now_ns() - g->last_traffic_ns < 2000000;
-		/* An application thread that called in a moment ago is
-		 * about to poll itself, unless it is now asleep in a
-		 * receive (which pokes wake_fd when it goes to sleep). */
-		bool app_active =
-			ripc__now_ns() - g->app_active_ns < APP_ACTIVE_NS &&
-			g->nwaiters == 0;
-
-		wait_us = busy ? 10000 : 100000;
+		if (armed) {
+			pfd[nfd++] = (struct pollfd){ .fd = ripc__bell_fd(),
+						      .events = POLLIN };
+			all_fd = true; /* shm rings */
+		}
+		if (!busy && all_fd && can_wait && !spin && !app_active) {
+			tsp = idle_timeout(&ts, now);
+			__atomic_store_n(&g->idle, true, __ATOMIC_RELAXED);
+			publish_stats(now);
+		} else {
+			wait_us = busy ? 10000 : 100000;
+			ts = (struct timespec){ (time_t)(wait_us / 1000000),
+						(long)(wait_us % 1000000) *
+							1000 };
+		}
 		ripc__unlock();
 
 		if (spin || app_active) {
@@ -259,15 +373,16 @@ static void *progress_main(void *arg)
 		}
 		fruitless = 0;
 		if (!all_fd) {
-			/* Transports without a wait fd (shm) are polled: often
-			 * while a transfer is under way, else every interval. */
+			/* shm without a doorbell, or while a transfer is under
+			 * way: polled often then, else every interval. */
 			wait_us = busy ? CTX->cfg.busy_poll_us
 				       : CTX->cfg.poll_interval_us;
+			ts = (struct timespec){ (time_t)(wait_us / 1000000),
+						(long)(wait_us % 1000000) *
+							1000 };
+			tsp = &ts;
 		}
-		ppoll(pfd, nfd,
-		      &(struct timespec){ (time_t)(wait_us / 1000000),
-					  (long)(wait_us % 1000000) * 1000 },
-		      NULL);
+		ppoll(pfd, nfd, tsp, NULL);
 		after_poll(pfd, nquiet);
 	}
 	return NULL;
@@ -291,7 +406,13 @@ static bool create_thread(pthread_t *th, void *(*fn)(void *))
 
 /* ---- the watchdog thread ---------------------------------------------
  * Runs the transports' watchdog ops (ripc_prov.h) every 200 ms without
- * taking the library lock: the thread it rescues may be holding it. */
+ * taking the library lock: the thread it rescues may be holding it.
+ * While the progress thread sleeps idle, every WD_IDLE_S seconds only
+ * (what could be stuck then is an application thread sending to a peer
+ * that died holding a lock: rescued a few seconds later); the progress
+ * thread nudges it back when it wakes. */
+#define WD_IDLE_S 5
+
 static void *watchdog_main(void *arg)
 {
 	struct ripc_engine *g = &CTX->eng;
@@ -299,15 +420,22 @@ static void *watchdog_main(void *arg)
 	(void)arg;
 	pthread_mutex_lock(&g->wd_lock);
 	while (!g->wd_stop) {
+		bool idle = __atomic_load_n(&g->idle, __ATOMIC_RELAXED);
 		struct timespec ts;
 
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 200000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
+		if (idle) {
+			ts.tv_sec += WD_IDLE_S;
+		} else {
+			ts.tv_nsec += 200000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
 		}
+		g->wd_long = idle;
 		pthread_cond_timedwait(&g->wd_cond, &g->wd_lock, &ts);
+		g->wd_long = false;
 		if (g->wd_stop)
 			break;
 		pthread_mutex_unlock(&g->wd_lock);
@@ -321,6 +449,22 @@ static void *watchdog_main(void *arg)
 	}
 	pthread_mutex_unlock(&g->wd_lock);
 	return NULL;
+}
+
+/* The progress thread woke from an idle sleep: the watchdog, if it waits
+ * its long period, goes back to the short one. */
+static void watchdog_nudge(void)
+{
+	struct ripc_engine *g = &CTX->eng;
+
+	/* wd_running is cleared on the exit path without the library lock;
+	 * the mutex stays valid (never destroyed) for a late nudge. */
+	if (!__atomic_load_n(&g->wd_running, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&g->wd_lock);
+	if (g->wd_long)
+		pthread_cond_signal(&g->wd_cond);
+	pthread_mutex_unlock(&g->wd_lock);
 }
 
 /* An application thread is about to sleep: the progress thread may be
@@ -346,7 +490,9 @@ static void watchdog_start(void)
 	pthread_mutex_init(&g->wd_lock, NULL);
 	pthread_cond_init(&g->wd_cond, NULL);
 	g->wd_stop = false;
-	g->wd_running = create_thread(&g->wd_thread, watchdog_main);
+	__atomic_store_n(&g->wd_running,
+			 create_thread(&g->wd_thread, watchdog_main),
+			 __ATOMIC_RELEASE);
 }
 
 /* Never takes the library lock: safe on the exit path. */
@@ -354,16 +500,14 @@ void ripc__watchdog_stop(void)
 {
 	struct ripc_engine *g = &CTX->eng;
 
-	if (!g->wd_running)
+	if (!__atomic_load_n(&g->wd_running, __ATOMIC_ACQUIRE))
 		return;
 	pthread_mutex_lock(&g->wd_lock);
 	g->wd_stop = true;
 	pthread_cond_signal(&g->wd_cond);
 	pthread_mutex_unlock(&g->wd_lock);
 	pthread_join(g->wd_thread, NULL);
-	g->wd_running = false;
-	pthread_cond_destroy(&g->wd_cond);
-	pthread_mutex_destroy(&g->wd_lock);
+	__atomic_store_n(&g->wd_running, false, __ATOMIC_RELEASE);
 }
 
 /* Lock held (initialisation).  The progress thread unless

@@ -94,6 +94,7 @@ void ripc__pull_start(struct ripc_peer *peer, uint64_t cookie,
 	p->peer = ripc__peer_hold(peer);
 	p->cookie = cookie;
 	p->deadline = ripc__now_ns() + CTX->cfg.pull_timeout_ns;
+	ripc__timer_note(p->deadline);
 	p->n = m->nlong;
 	for (unsigned i = 0; i < count; i++)
 		place(p, m, pos[i], &descs[i]);
@@ -207,19 +208,25 @@ static void repost_retries(void)
 
 		if (p->err || !p->msg) {
 			ret = -ECANCELED; /* given up meanwhile */
+		} else if (!ripc__peer_ready(p->peer)) {
+			return; /* not mapped by the owner yet: later */
 		} else {
 			ret = t->ops->read(t->p, p->peer->handle,
 					   it->dst + op->off, op->len, it->desc,
 					   it->raddr + op->off, it->key,
 					   &op->op);
-			if (ret == -EAGAIN)
+			if (ret == -EAGAIN) {
+				ripc__bell_ring(p->peer); /* see txq.c */
 				return; /* keep order; try later */
+			}
 		}
 		ripc_list_del(&op->retry);
 		ripc_list_add_tail(&CTX->pl.reads, &op->posted);
 		t->tx_inflight++;
 		if (ret)
 			ripc__pull_read_done(op, ret); /* its chunk failed */
+		else
+			ripc__bell_ring(p->peer);
 	}
 }
 
@@ -241,6 +248,8 @@ void ripc__pull_post_reads(void)
 			p->err = RIPC_EPULL; /* abandoned: post no more */
 		if (chunk > t->attr.max_msg_size)
 			chunk = t->attr.max_msg_size;
+		if (!p->err && !ripc__peer_ready(p->peer))
+			continue; /* not mapped by the owner yet: later */
 		for (unsigned i = 0; i < p->n && !p->err; i++) {
 			struct ripc_pull_item *it = &p->item[i];
 
@@ -271,6 +280,7 @@ void ripc__pull_post_reads(void)
 						   it->key, &op->op);
 				if (ret == -EAGAIN) {
 					free(op);
+					ripc__bell_ring(p->peer);
 					return;
 				}
 				if (ret) {
@@ -282,6 +292,9 @@ void ripc__pull_post_reads(void)
 				t->tx_inflight++;
 				p->chunks_out++;
 				it->next += len;
+				/* (shm's fast path copies without the owner;
+				 * its other paths need the owner's progress) */
+				ripc__bell_ring(p->peer);
 			}
 		}
 		if (p->err || all_posted(p)) {
@@ -296,9 +309,10 @@ void ripc__pull_post_reads(void)
 /* A pull that overran RIPC_PULL_TIMEOUT_MS: the message is delivered with
  * RIPC_EPULL and without its long items; the pull ends once its reads in
  * flight have come back. */
-void ripc__pull_timers(uint64_t now)
+uint64_t ripc__pull_timers(uint64_t now)
 {
 	struct ripc_list *pos, *tmp;
+	uint64_t next = UINT64_MAX;
 
 	ripc_list_for_each_safe(pos, tmp, &CTX->pl.pulls)
 	{
@@ -306,8 +320,13 @@ void ripc__pull_timers(uint64_t now)
 			ripc_container_of(pos, struct ripc_pull, link);
 		struct ripc_msg *m = p->msg;
 
-		if (now < p->deadline || !m)
+		if (!m)
 			continue;
+		if (now < p->deadline) {
+			if (p->deadline < next)
+				next = p->deadline;
+			continue;
+		}
 		ripc__log_rl(RIPC_LOG_INFO, "pull timed out");
 		for (unsigned i = 0; i < p->n; i++) {
 			m->long_ptr[i] = NULL;
@@ -321,6 +340,7 @@ void ripc__pull_timers(uint64_t now)
 		if (p->chunks_out == 0)
 			finish(p);
 	}
+	return next;
 }
 
 bool ripc__pull_pending(void)

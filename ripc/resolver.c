@@ -515,11 +515,13 @@ void ripc__resolver_announce(uint16_t id, bool up, bool mcast)
 		res.nann--; /* drop the oldest repeat schedule: still sent once */
 	a = &res.ann[res.nann++];
 	*a = (struct res_announce){ id, up, mcast, RES_ANNOUNCE_REPEATS, 0 };
-	ripc__resolver_timers(ripc__now_ns());
+	ripc__timer_note(ripc__resolver_timers(ripc__now_ns()));
 }
 
-void ripc__resolver_timers(uint64_t now)
+uint64_t ripc__resolver_timers(uint64_t now)
 {
+	uint64_t next = UINT64_MAX;
+
 	for (unsigned i = 0; i < res.nann;) {
 		struct res_announce *a = &res.ann[i];
 
@@ -542,8 +544,11 @@ void ripc__resolver_timers(uint64_t now)
 				continue;
 			}
 		}
+		if (a->next_ns < next)
+			next = a->next_ns;
 		i++;
 	}
+	return next;
 }
 
 /* ---- duplicate detection ------------------------------------------- */

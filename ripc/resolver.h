@@ -49,8 +49,9 @@ int ripc__resolver_input(void);
 void ripc__resolver_wait_enter(void);
 void ripc__resolver_wait_leave(void);
 void ripc__resolver_wait(unsigned timeout_us);
-/* Timers: repeated announces, async refreshes.  Lock held. */
-void ripc__resolver_timers(uint64_t now);
+/* Timers: repeated announces, async refreshes.  Lock held.  Returns the
+ * next deadline (UINT64_MAX: none). */
+uint64_t ripc__resolver_timers(uint64_t now);
 
 /* Cached knowledge of a remote ID: 1 (unicast: out[0]), the number of
  * remote members (multicast, *mcast set), or 0 if nothing fresh is known.

@@ -222,6 +222,7 @@ void ripc__retbuf_on_offers(const struct ripc_wire_in *in)
 	/* The owner says how long we may use them (half its own revocation
 	 * timeout, so that a write never races the revocation). */
 	g->usable_until = ripc__now_ns() + ripc__ms_ns(in->status);
+	ripc__timer_note(g->usable_until);
 	g->n = in->nret;
 	for (unsigned i = 0; i < in->nret; i++) {
 		g->b[i].addr = in->ret_desc[i].addr;
@@ -361,6 +362,8 @@ static bool reply_post(struct ripc_reply *r, uint64_t now)
 				r->err = RIPC_ETIMEDOUT;
 				break;
 			}
+			if (!ripc__peer_ready(r->peer))
+				return false; /* not mapped by it yet */
 			if (t->tx_inflight >= t->tx_max)
 				return false;
 			if (n > chunk)
@@ -380,6 +383,7 @@ static bool reply_post(struct ripc_reply *r, uint64_t now)
 			if (ret == -EAGAIN) {
 				free(op);
 				CTX->stats.send_retries++;
+				ripc__bell_ring(r->peer); /* see txq.c */
 				return false;
 			}
 			if (ret) {
@@ -391,6 +395,7 @@ static bool reply_post(struct ripc_reply *r, uint64_t now)
 			t->tx_inflight++;
 			r->writes_out++;
 			w->next += n;
+			ripc__bell_ring(r->peer);
 		}
 	}
 	return true;
@@ -578,9 +583,10 @@ bool ripc__retbuf_busy(const void *p)
 
 /* ---- timers and teardown -------------------------------------------- */
 
-void ripc__retbuf_timers(uint64_t now)
+uint64_t ripc__retbuf_timers(uint64_t now)
 {
 	struct ripc_list *pos, *tmp;
+	uint64_t next = UINT64_MAX;
 
 	ripc_list_for_each_safe(pos, tmp, &CTX->rb.grants)
 	{
@@ -589,7 +595,10 @@ void ripc__retbuf_timers(uint64_t now)
 
 		if (now >= g->usable_until)
 			grant_free(g);
+		else if (g->usable_until < next)
+			next = g->usable_until;
 	}
+	return next;
 }
 
 bool ripc__retbuf_pending(void)

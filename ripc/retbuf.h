@@ -63,7 +63,7 @@ void ripc__retbuf_forget(uint64_t owner_inc, uint16_t owner_svc,
 /* Engine. */
 void ripc__retbuf_write_done(struct ripc_write_op *op, int err);
 void ripc__retbuf_post_writes(void);
-void ripc__retbuf_timers(uint64_t now);
+uint64_t ripc__retbuf_timers(uint64_t now);
 bool ripc__retbuf_pending(void);
 void ripc__retbuf_fini(void);
 

@@ -124,6 +124,29 @@ struct ripc_op {
 	uint8_t kind; /* enum ripc_op_kind; first member of every context */
 };
 
+/* A deadline was set (lock held): a progress thread that sleeps past it
+ * is woken (util.c). */
+void ripc__timer_note(uint64_t when);
+
+struct ripc_peer;
+
+/* ---- doorbells (bell.c) ---------------------------------------------
+ * A process whose progress thread sleeps is woken by peers on this host
+ * over a datagram socket; see bell.c for the protocol.  All lock held. */
+int ripc__bell_open(void);
+void ripc__bell_close(void);
+void ripc__bell_forget(void);
+/* The socket to sleep on, or -1 (no doorbell: poll shm instead). */
+int ripc__bell_fd(void);
+/* Before sleeping: from now on peers ring.  Poll the transports once more
+ * after arming, then sleep on ripc__bell_fd(). */
+void ripc__bell_arm(void);
+/* After waking: stop wanting rings, drain them. */
+void ripc__bell_disarm(void);
+/* After posting work for a same-host peer: ring it if it sleeps.  A
+ * branch for peers on other hosts. */
+void ripc__bell_ring(const struct ripc_peer *peer);
+
 /* ---- memory (buffers.c) --------------------------------------------- */
 
 /* A local registration (for FI_MR_LOCAL descriptors). */
@@ -194,6 +217,9 @@ struct ripc_tp {
 	unsigned rx_posted;
 	uint64_t last_event_ns; /* last completion seen */
 	uint64_t last_poll_ns;
+	unsigned npeers;        /* peers on this transport */
+	unsigned sweep_at;      /* same-host: look for dead peers at npeers */
+	uint64_t learnt_inc;    /* same-host: last sender known to be a peer */
 };
 
 /* A remote process reachable on one transport. */
@@ -202,10 +228,14 @@ struct ripc_peer {
 	uint64_t inc;            /* the process's incarnation */
 	uint64_t handle;         /* transport peer handle */
 	uint64_t last_used_ns;
+	struct ripc_peer *inext; /* hash chain by incarnation */
 	uint32_t refs;           /* routes, sends, pulls, offers using it */
+	int32_t reg_slot1;       /* same host: its registry record + 1 */
 	uint32_t nqueued;        /* messages waiting in the transmit queue */
 	uint32_t flush_gen;      /* last flush pass that found it busy */
 	int8_t tp;
+	bool dead;               /* a sweep found its process gone */
+	bool ready;              /* may be sent to (ripc__peer_ready) */
 	uint8_t addrlen;
 	uint8_t addr[RIPC_ADDR_MAX];
 };
@@ -426,12 +456,21 @@ struct ripc_engine {
 	uint64_t app_active_ns;   /* last time an app thread was in a call */
 	uint64_t last_traffic_ns; /* last time the progress thread saw events */
 	uint64_t next_timer_ns;   /* next timeout scan */
+	/* The earliest deadline of anything with a timeout (exposures,
+	 * pulls, grants, announcements), as of the last scan or lowered by
+	 * ripc__timer_note(): when the progress thread must wake. */
+	uint64_t next_deadline_ns;
+	uint64_t sleep_until;     /* the progress thread sleeps until then */
+	bool timers_due;          /* run the timers on the next pass */
+	bool idle;                /* the progress thread sleeps for long */
+	struct ripc_stats published; /* as last put in the registry */
 	unsigned poll_calls;
 	uint64_t last_resolver_ns;
 	uint64_t stats_published_ns;
 	/* The watchdog thread (transport watchdog ops). */
 	pthread_t wd_thread;
 	bool wd_running, wd_stop;
+	bool wd_long;             /* waiting its idle period (under wd_lock) */
 	pthread_mutex_t wd_lock;
 	pthread_cond_t wd_cond;
 };
@@ -459,7 +498,31 @@ struct ripc_ctx {
 	unsigned nsvc;
 
 	struct ripc_peer *peer_hash[256];
+	struct ripc_peer *inc_hash[256];
 	unsigned npeers;
+	/* Incarnations a same-host sender claimed that the registry does
+	 * not know (a lie, or a process gone): not looked up again. */
+	uint64_t unknown_inc[32];
+	unsigned unknown_next;
+	bool sweep_due;          /* ripc__peers_sweep() from the engine */
+	uint32_t accept_seen;    /* registry accept requests looked at */
+	/* Processes found without shm room lately (peer.c same_host_room):
+	 * asked again only after a while, so that many clients falling
+	 * back to tcp do not queue on the registry lock at every route
+	 * look-up. */
+	struct {
+		uint64_t inc;
+		uint64_t until_ns;
+	} no_room[16];
+	unsigned no_room_next;
+	uint64_t sweep_retry_ns; /* a dead peer was still in use: again then */
+
+	/* Our doorbell (bell.c): the socket others ring, one to ring them
+	 * with, and the registry word that says we sleep. */
+	struct {
+		int fd, out;
+		uint32_t *word;
+	} bell;
 
 	struct ripc_mem mem;
 	struct ripc_list windows; /* struct ripc_window */
@@ -476,6 +539,8 @@ struct ripc_ctx {
 			pull_timeout_ns, spin_ns, spin_pull_ns, poll_interval_us,
 			busy_poll_us;
 		unsigned rx_depth, queue_max;
+		unsigned shm_peers; /* RIPC_SHM_PEERS */
+		bool doorbell;
 		uint64_t return_timeout_ms;
 		uint64_t pull_mem_max, read_chunk;
 		bool manual_progress;
@@ -550,6 +615,22 @@ int ripc__key_new(struct ripc_tp *t, uint64_t *key);
 struct ripc_peer *ripc__peer_get(int tp, const void *addr, size_t len,
 				 uint64_t inc, int *err);
 void ripc__peers_fini(void);
+/* A message came over same-host transport tp from incarnation inc: make
+ * the sender a peer (so that it can be forgotten when it ends). */
+void ripc__peer_learn(int tp, uint64_t inc);
+/* Forget same-host peers whose process ended (engine only). */
+void ripc__peers_sweep(void);
+/* May we post to this peer now?  Over shm, not before it has mapped us
+ * (registry.h, accepting a pair); meanwhile it is rung and the caller
+ * treats the peer as busy (-EAGAIN).  Cheap once true. */
+bool ripc__peer_wait_accept(struct ripc_peer *p);
+static inline bool ripc__peer_ready(struct ripc_peer *p)
+{
+	return p->ready || ripc__peer_wait_accept(p);
+}
+/* Map the processes that formed shm pairs with us (engine only; a load
+ * when nobody did). */
+void ripc__peers_accept(void);
 static inline struct ripc_peer *ripc__peer_hold(struct ripc_peer *p)
 {
 	p->refs++;
@@ -610,7 +691,8 @@ void ripc__expose_end_each(struct ripc_expo *e, const uint8_t *status);
  * exposure (a reply written into a peer's return buffer). */
 void ripc__expose_note(const void *buf, uint32_t len, uint16_t dest,
 		       int status);
-void ripc__expose_timers(uint64_t now);
+/* Timers return their next deadline (UINT64_MAX: none). */
+uint64_t ripc__expose_timers(uint64_t now);
 bool ripc__expose_covers(const void *p);
 /* Outcome of the most recent exposure of p: RIPC_OK if none known. */
 int ripc__expose_outcome(const void *p);
@@ -674,7 +756,7 @@ void ripc__pull_start(struct ripc_peer *peer, uint64_t cookie,
 		      const uint16_t *pos, unsigned count);
 void ripc__pull_read_done(struct ripc_read_op *op, int err);
 void ripc__pull_post_reads(void);
-void ripc__pull_timers(uint64_t now);
+uint64_t ripc__pull_timers(uint64_t now);
 bool ripc__pull_pending(void);
 void ripc__pull_fini(void);
 bool ripc__svc_pulling(const struct ripc_service *svc);

@@ -27,6 +27,16 @@
 
 #define TXQ_MAX 4096 /* queued messages; beyond, sends fail RIPC_ENOMEM */
 
+/* After a post to a peer on this host: wake it if it sleeps.  Also when
+ * the post found the transport busy: shm refuses (-EAGAIN) until the
+ * peer has taken our connection request or made room, which it does only
+ * while it makes progress. */
+static inline void tx_ring(struct ripc_peer *peer, int ret)
+{
+	if (ret == 0 || ret == -EAGAIN)
+		ripc__bell_ring(peer);
+}
+
 /* One attempt to post an encoded message from slot s: 0 (s is the
  * transport's until its completion, or free again if injected), -EAGAIN,
  * or another negative errno (s is still the caller's). */
@@ -37,10 +47,13 @@ static int post_once(struct ripc_peer *peer, struct ripc_slot *s, size_t len)
 	void *desc;
 	int ret;
 
+	if (!ripc__peer_ready(peer))
+		return -EAGAIN; /* it has not mapped us yet (peer.c) */
 	if (len <= t->attr.inject_size) {
 		ret = t->ops->inject(t->p, peer->handle, s->buf, len);
 		if (ret == 0)
 			ripc__slot_put(s);
+		tx_ring(peer, ret);
 		return ret;
 	}
 	s->op.kind = RIPC_OP_SEND;
@@ -53,6 +66,7 @@ static int post_once(struct ripc_peer *peer, struct ripc_slot *s, size_t len)
 		t->tx_inflight++;
 	else
 		s->state = SLOT_FREE;
+	tx_ring(peer, ret);
 	return ret;
 }
 
@@ -64,8 +78,14 @@ static int inject_now(struct ripc_peer *peer, const struct ripc_wire_out *m,
 	struct ripc_tp *t = &CTX->tp[peer->tp];
 	uint8_t buf[4096] __attribute__((aligned(8)));
 
+	int ret;
+
+	if (!ripc__peer_ready(peer))
+		return -EAGAIN;
 	ripc__wire_encode_sized(m, buf, len);
-	return t->ops->inject(t->p, peer->handle, buf, len);
+	ret = t->ops->inject(t->p, peer->handle, buf, len);
+	tx_ring(peer, ret);
+	return ret;
 }
 
 int ripc__tx_send(struct ripc_peer *peer, const struct ripc_wire_out *m,

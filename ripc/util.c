@@ -143,3 +143,19 @@ void ripc__appfd_update(void)
 	}
 	rx->app_fd_set = want;
 }
+
+/* Something with a timeout was made.  The progress thread computes when it
+ * must next wake from the deadlines it scanned; one set since then lowers
+ * that, and wakes the thread if it sleeps past it.  Lock held. */
+void ripc__timer_note(uint64_t when)
+{
+	struct ripc_engine *g = &CTX->eng;
+	uint64_t one = 1;
+
+	if (when >= g->next_deadline_ns)
+		return;
+	g->next_deadline_ns = when;
+	if (g->sleep_until > when && g->wake_fd >= 0 &&
+	    write(g->wake_fd, &one, sizeof(one)) < 0)
+		(void)0; /* counter full: it wakes anyway */
+}

@@ -497,7 +497,9 @@ static const struct {
 	STAT(deregistrations),	  STAT(long_released),
 	STAT(long_timeouts),	  STAT(pulls_failed),
 	STAT(window_hits),	  STAT(library_buffers),
-	STAT(release_events_dropped),
+	STAT(release_events_dropped), STAT(bell_rings),
+	STAT(bell_wakeups),	  STAT(shm_fallback_tcp),
+	STAT(peers_reaped),
 };
 #undef STAT
 /* A counter added to struct ripc_stats must be named above too. */

@@ -30,7 +30,10 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -170,10 +173,58 @@ static void post(int i)
 /* Poll until a message is queued (returns true) or an op completes
  * (*op_err set), or the time is up.  Messages are queued in the inbox
  * (the oldest are dropped if nobody takes them). */
+/*
+ * The victim's progress thread sleeps when idle and, over shm, wakes only
+ * when a sender rings its doorbell (ripc_protocol(7), HOST REGISTRY): a
+ * datagram to the abstract socket "ripc-bell-<euid>-<incarnation>".  We
+ * speak the protocol ourselves, so we ring, unconditionally (a ring to a
+ * process that is awake is drained and ignored).
+ */
+static void ring_victim(void)
+{
+	static int fd = -1;
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int n;
+
+	if (fd < 0)
+		fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			    0);
+	n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1,
+		     "ripc-bell-%u-%016llx", (unsigned)geteuid(),
+		     (unsigned long long)victim_inc);
+	if (fd >= 0 &&
+	    sendto(fd, "", 1, MSG_DONTWAIT, (struct sockaddr *)&a,
+		   (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+			       n)) < 0)
+		(void)0; /* no doorbell (tcp, or RIPC_DOORBELL=0): fine */
+}
+
+/* A process that forms an shm pair with us (the victim, to answer) waits
+ * until we have mapped it (ripc_protocol(7), HOST REGISTRY): we mapped
+ * the victim when we started, so say so. */
+static void accept_pairs(void)
+{
+	static uint32_t seen;
+	struct ripc_reg_proc_info req[8];
+	uint32_t now = ripc__reg_accept_requests();
+	int n;
+
+	if (now == seen)
+		return;
+	seen = now;
+	n = ripc__reg_accept_pending(req, 8);
+	for (int i = 0; i < n; i++)
+		if (req[i].incarnation == victim_inc)
+			ripc__reg_accept_done(req[i].slot1 - 1,
+					      req[i].incarnation);
+}
+
 static bool pump(double seconds, int *op_err, bool *op_done)
 {
 	double end = ft_now() + seconds;
 
+	ring_victim();
+	accept_pairs();
 	while (ft_now() < end) {
 		struct ripc_cqe c[8];
 		int n = ops->poll(prov, c, 8);

@@ -27,6 +27,12 @@
  *             requests must succeed again: traffic resumes.
  *   sendexit  long-sends into the server, which the driver has stopped,
  *             waits up to -S ms and exits without waiting for release.
+ *   firstexit a new process's first message to the server, which the
+ *             driver has stopped: the send gives up (RIPC_SEND_TIMEOUT_MS)
+ *             or goes, and the process finalizes and exits normally,
+ *             removing its shm region.  (libfabric 1.17's shm crashed a
+ *             receiver that took such a sender's connection request
+ *             after the sender had gone; issue 12.)
  *   fork      traffic in a thread while the main thread forks children
  *             that use the library themselves (register, ping, long send)
  *             and exit; -I children.
@@ -458,6 +464,19 @@ static int send_and_exit(uint16_t me, long wait_ms)
 	_exit(0);
 }
 
+/* ---- mode firstexit ------------------------------------------------------ */
+
+static int first_and_exit(uint16_t me)
+{
+	int err = ft_send_word(me, srv, "ping");
+
+	FT_CHECK(err == RIPC_OK || err == RIPC_ETIMEDOUT,
+		 "first send: %s", ripc_strerror(err));
+	ft_log("first send: %s; finalizing", ripc_strerror(err));
+	ripc_finalize();
+	return 0;
+}
+
 /* ---- mode fork ----------------------------------------------------------- */
 
 static void *traffic_thread(void *arg)
@@ -527,6 +546,8 @@ int main(int argc, char **argv)
 		return send_and_exit(me, ft.size);
 	if (ft.extra && !strcmp(ft.extra, "fork"))
 		return fork_during_traffic(me, ft.iterations);
+	if (ft.extra && !strcmp(ft.extra, "firstexit"))
+		return first_and_exit(me);
 	/* traffic; -S 0: until a signal, with the process's handlers left
 	 * as they are (the test is about them) unless asked otherwise. */
 	if (getenv("RIPC_TEST_LC_CATCH")) {

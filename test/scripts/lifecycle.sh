@@ -5,7 +5,7 @@
 # Usage: lifecycle.sh [-b bindir] [-n runs] [-c cases] [-w wrapper] [prov ...]
 #   -n runs    repetitions of every case (default 20, LC_RUNS)
 #   -c cases   comma-separated subset of: finalize,sigterm,sigint,
-#              stopserver,stopclient,sendexit,fork
+#              stopserver,stopclient,sendexit,firstexit,fork
 #   -w cmd     prefix for every program (e.g. valgrind-suite.sh --exec)
 #   LC_SLOW    multiply every time limit by this (default 1; valgrind: 10)
 #   providers default to "shm tcp"; an absent one is reported as Notrun.
@@ -24,7 +24,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 bindir=$here/../functional
 runs=${LC_RUNS:-20}
 slow=${LC_SLOW:-1}
-cases=finalize,sigterm,sigint,stopserver,stopclient,sendexit,fork
+cases=finalize,sigterm,sigint,stopserver,stopclient,sendexit,firstexit,fork
 wrapper=''
 while getopts "b:n:c:w:h" o; do
 	case $o in
@@ -246,6 +246,29 @@ case_sendexit() { # dir prov
 	echo "$runs runs: sender exited while the receiver was stopped; receiver resumed and served on"
 }
 
+# A new process's first send to the stopped server gives up; the process
+# exits normally (its shm region goes with it); the server must live on.
+case_firstexit() { # dir prov
+	local dir=$1 prov=$2 i
+	for i in $(seq 1 "$runs"); do
+		kill -STOP "$srv_pid"
+		if ! (cd "$dir" && run_bounded 30 env RIPC_SEND_TIMEOUT_MS=200 \
+				"$prog" -p "$prov" -x firstexit \
+				"$srv_id") >"$dir/c.$i" 2>&1; then
+			kill -CONT "$srv_pid"
+			echo "run $i: sender: $(tail -n 2 "$dir/c.$i" | tr '\n' ' ')"
+			return 1
+		fi
+		kill -CONT "$srv_pid"
+		sleep 0.2
+		if ! kill -0 "$srv_pid" 2>/dev/null; then
+			echo "run $i: the server died after it was continued"
+			return 1
+		fi
+	done
+	echo "$runs runs: a first send to the stopped server gave up, the sender exited; the server lived on"
+}
+
 case_fork() { # dir prov
 	local dir=$1 prov=$2 i
 	for i in $(seq 1 "$runs"); do
@@ -290,6 +313,7 @@ for prov in $providers; do
 		stopserver) msg=$(case_stop "$dir" "$prov" server) || rc=1 ;;
 		stopclient) msg=$(case_stop "$dir" "$prov" client) || rc=1 ;;
 		sendexit) msg=$(case_sendexit "$dir" "$prov") || rc=1 ;;
+		firstexit) msg=$(case_firstexit "$dir" "$prov") || rc=1 ;;
 		fork) msg=$(case_fork "$dir" "$prov") || rc=1 ;;
 		*) msg="unknown case"; rc=1 ;;
 		esac

@@ -52,6 +52,8 @@ tests=(
 	"ripc_threads|-I 400"
 	"ripc_badargs|"
 	"ripc_zerolen|"
+	"ripc_wake|"
+	"ripc_wake|-x checked"
 	"ripc_retbuf|"
 	"ripc_window|"
 	"ripc_window|-x nolib"

@@ -1,0 +1,188 @@
+/*
+ * Wake-ups after idle periods (issue 12): both sides think between
+ * messages long enough for their progress threads to fall asleep, and
+ * every message must still arrive.
+ *
+ * libfabric 1.17's shm has no wait object: an idle progress thread sleeps
+ * on its doorbell and relies on the sender to ring it (ripc(7), NOTES).
+ * It has no periodic poll to fall back on, so a ring that is missing
+ * anywhere (a short message, the first message to a new peer, whose
+ * connection request the sleeper must take before the send can go, an
+ * RDMA read of a sleeping owner's long items with RIPC_SHM_CHECKED=1, a
+ * reply written into a sleeping client's return buffer) leaves the
+ * message undelivered and this test fails on a receive timeout.  The
+ * timeouts are only bounds on a hang: nothing here measures time.
+ *
+ * Each round the client sleeps 20-250 ms, then sends (round-robin) a short
+ * request, a long one (the server pulls it from the sleeping client), or
+ * a short one with a return buffer (the server writes its reply into it);
+ * the server, asleep in ripc_receive, answers.  At the end the server
+ * reports its doorbell counters; over shm both sides must have used the
+ * doorbell, over tcp neither (tcp's sockets wake the thread themselves).
+ *
+ *   -x checked   RIPC_SHM_CHECKED=1 on both sides (shm's RMA then needs
+ *                the owner's progress)
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common.h"
+
+#define LONG_LEN 300000
+#define RET_LEN 4096
+
+static void think(uint64_t *rng)
+{
+	long ms = 20 + (long)(ft_rand(rng) % 231);
+
+	nanosleep(&(struct timespec){ ms / 1000, (ms % 1000) * 1000000 },
+		  NULL);
+}
+
+static bool want_bells(void)
+{
+	const char *d = getenv("RIPC_DOORBELL");
+
+	return ft.prov && !strcmp(ft.prov, "shm") && !(d && !strcmp(d, "0"));
+}
+
+static int server(void)
+{
+	uint16_t me = ripc_register_random_service_id();
+	static uint8_t reply[RET_LEN];
+	struct ripc_stats st;
+	struct ft_msg m;
+	uint16_t from;
+
+	FT_CHECK(me != RIPC_INVALID_SERVICE_ID, "register");
+	ft_fill(reply, sizeof(reply), 7);
+	ft_ready(me);
+	for (;;) {
+		ft_recv_ok(me, &m, 60000);
+		from = m.from;
+		if (ft_is_word(&m, "quit")) {
+			uint64_t v[2];
+			void *b[1] = { v };
+			uint32_t l[1] = { sizeof(v) };
+
+			ft_msg_free(&m, false);
+			FT_EXPECT(ripc_stats(&st, sizeof(st)), RIPC_OK);
+			v[0] = st.bell_wakeups;
+			v[1] = st.bell_rings;
+			FT_EXPECT(ripc_send_short(me, from, b, l, 1, NULL, NULL,
+						  0),
+				  RIPC_OK);
+			break;
+		}
+		if (m.nl == 1) {
+			FT_CHECK(m.ls[0] == LONG_LEN &&
+					 ft_verify(m.li[0], LONG_LEN, 3) ==
+						 (size_t)-1,
+				 "long request: %u bytes", m.ls[0]);
+			ft_msg_free(&m, true);
+			FT_EXPECT(ft_send_word(me, from, "long ok"), RIPC_OK);
+		} else if (ft_is_word(&m, "ret")) {
+			void *b[1] = { reply };
+			uint32_t l[1] = { RET_LEN };
+
+			ft_msg_free(&m, false);
+			/* Into the client's return buffer (RDMA write). */
+			FT_EXPECT(ripc_send_long(me, from, b, l, 1, NULL, NULL,
+						 0),
+				  RIPC_OK);
+		} else {
+			FT_CHECK(ft_is_word(&m, "ping"), "request");
+			ft_msg_free(&m, false);
+			FT_EXPECT(ft_send_word(me, from, "pong"), RIPC_OK);
+		}
+	}
+	return 0;
+}
+
+static int client(void)
+{
+	uint16_t srv = (uint16_t)ft.server_id;
+	uint16_t me = ripc_register_random_service_id();
+	static uint8_t big[LONG_LEN], ret[RET_LEN];
+	uint64_t rng = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull;
+	struct ripc_stats st;
+	struct ft_msg m;
+	uint64_t v[2];
+
+	FT_CHECK(me != RIPC_INVALID_SERVICE_ID, "register");
+	ft_fill(big, sizeof(big), 3);
+	for (long it = 0; it < ft.iterations; it++) {
+		think(&rng);
+		switch (it % 3) {
+		case 0:
+			FT_EXPECT(ft_send_word(me, srv, "ping"), RIPC_OK);
+			ft_recv_ok(me, &m, 20000);
+			FT_CHECK(ft_is_word(&m, "pong"), "round %ld: pong", it);
+			ft_msg_free(&m, false);
+			break;
+		case 1: {
+			void *b[1] = { big };
+			uint32_t l[1] = { LONG_LEN };
+
+			FT_EXPECT(ripc_send_long(me, srv, b, l, 1, NULL, NULL,
+						 0),
+				  RIPC_OK);
+			ft_recv_ok(me, &m, 20000);
+			FT_CHECK(ft_is_word(&m, "long ok"), "round %ld: long",
+				 it);
+			ft_msg_free(&m, false);
+			FT_EXPECT(ripc_wait_released(big, 20000), RIPC_OK);
+			break;
+		}
+		default: {
+			void *w[1] = { (void *)"ret" };
+			uint32_t wl[1] = { 4 };
+			void *rb[1] = { ret };
+			uint32_t rl[1] = { RET_LEN };
+
+			memset(ret, 0, sizeof(ret));
+			FT_EXPECT(ripc_send_short(me, srv, w, wl, 1, rb, rl, 1),
+				  RIPC_OK);
+			ft_recv_ok(me, &m, 20000);
+			FT_CHECK(m.nl == 1 && m.ls[0] == RET_LEN &&
+					 m.li[0] == (void *)ret,
+				 "round %ld: reply in the return buffer", it);
+			FT_CHECK(ft_verify(ret, RET_LEN, 7) == (size_t)-1,
+				 "round %ld: reply bytes", it);
+			ft_msg_free(&m, false);
+			break;
+		}
+		}
+	}
+	think(&rng);
+	FT_EXPECT(ft_send_word(me, srv, "quit"), RIPC_OK);
+	ft_recv_ok(me, &m, 20000);
+	FT_CHECK(m.ns == 1 && m.ss[0] == sizeof(v), "server's counters");
+	memcpy(v, m.si[0], sizeof(v));
+	ft_msg_free(&m, false);
+	FT_EXPECT(ripc_stats(&st, sizeof(st)), RIPC_OK);
+	ft_log("client rang %llu, woke %llu; server woke %llu, rang %llu",
+	       (unsigned long long)st.bell_rings,
+	       (unsigned long long)st.bell_wakeups,
+	       (unsigned long long)v[0], (unsigned long long)v[1]);
+	if (want_bells()) {
+		FT_CHECK(st.bell_rings > 0 && v[0] > 0,
+			 "over shm the sleeping server was rung");
+		FT_CHECK(v[1] > 0 && st.bell_wakeups > 0,
+			 "over shm the sleeping client was rung");
+	} else if (ft.prov && !strcmp(ft.prov, "tcp")) {
+		FT_CHECK(st.bell_rings == 0 && v[1] == 0,
+			 "nobody rings a tcp peer");
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	ft_init(argc, argv, "ripc_wake", 12, 0);
+	if (ft.extra && !strcmp(ft.extra, "checked"))
+		setenv("RIPC_SHM_CHECKED", "1", 1);
+	ft_lib_init();
+	return ft.server ? server() : client();
+}
