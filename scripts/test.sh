@@ -10,8 +10,11 @@
 #      shm and tcp with verbs' memory-registration rules emulated;
 #   2b. fault scenarios: restart, move, dead peers (test/scripts/faults.sh);
 #      the lifecycle suite: finalize races, SIGTERM/SIGINT, stopped peers,
-#      short timeouts, fork (test/scripts/lifecycle.sh); the event-loop
-#      example over shm and tcp;
+#      short timeouts, fork, a first sender that exits at once
+#      (test/scripts/lifecycle.sh); client churn, 2,000 sequential and 300
+#      concurrent clients over shm and tcp (test/scripts/churn.sh); a 60 s
+#      soak (test/scripts/soak.sh); the event-loop example over shm and
+#      tcp;
 #      the ZooKeeper service directory and multicast duplicate detection
 #      (test/scripts/directory.sh; Notrun without ZooKeeper);
 #   2c. make install, a program built against the installed library with
@@ -105,9 +108,22 @@ run_counted() { # <label> <command...>
 
 # Finalize racing other threads, SIGTERM/SIGINT, stopped peers with short
 # timeouts, a sender that exits while its receiver is stopped, fork during
-# traffic: every case 20 times over shm and tcp.
-run_counted "lifecycle (shm tcp, 20 runs a case)" \
-	test/scripts/lifecycle.sh -b build/test/functional -n 20 shm tcp
+# traffic, a first sender that exits at once: every case 10 times over shm
+# and tcp.
+run_counted "lifecycle (shm tcp, 10 runs a case)" \
+	test/scripts/lifecycle.sh -b build/test/functional -n 10 shm tcp
+
+# Client churn (issue 12): 2,000 client processes one after another, then
+# 300 alive at once (more than shm's 256 peers), against one service;
+# every request answered, server memory flat.  And the 60 s soak: clients
+# starting, sending short and long messages with think time and exiting at
+# random; RSS, fds and idle CPU sampled every 10 s.
+run_counted "churn shm (2000 sequential, 300 concurrent)" \
+	test/scripts/churn.sh -p shm -n 2000 -c 300 -T 900
+run_counted "churn tcp (2000 sequential, 300 concurrent)" \
+	test/scripts/churn.sh -p tcp -n 2000 -c 300 -T 900
+run_counted "soak (60 s, clients come and go)" \
+	test/scripts/soak.sh -t 60 -g ""
 
 # The event-loop example (messages, release events, a timerfd) as a user
 # would run it.

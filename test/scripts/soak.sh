@@ -28,10 +28,8 @@
 # over four checks: every request answered correctly (a client that dies
 # or times out counts as failed); RSS flat (last sample within 10 % of the
 # one at 20 s); fds flat (last within +-4 of the one at 20 s); the server
-# alive to the end.  With today's library shm may stop answering after
-# ~256 distinct client processes (the shm provider's peer limit, a known
-# bug being fixed in the core): the script reports such failures (first
-# error, when, which transport), it does not hide them.
+# alive to the end.  A failure is reported with the first error, when,
+# and over which transport.
 #
 # Every process is started by this script and stopped by pid (TERM, then
 # KILL); each client runs under `timeout`; the registry (private) and
