@@ -83,18 +83,6 @@ int ripc__bell_open(void)
 	return RIPC_OK;
 }
 
-void ripc__bell_close(void)
-{
-	if (CTX->bell.word)
-		__atomic_store_n(CTX->bell.word, 0, __ATOMIC_RELAXED);
-	if (CTX->bell.fd >= 0)
-		close(CTX->bell.fd);
-	if (CTX->bell.out >= 0)
-		close(CTX->bell.out);
-	CTX->bell.fd = CTX->bell.out = -1;
-	CTX->bell.word = NULL;
-}
-
 /* In a forked child: the sockets are the parent's copies; close ours. */
 void ripc__bell_forget(void)
 {
@@ -104,6 +92,14 @@ void ripc__bell_forget(void)
 		close(CTX->bell.out);
 	CTX->bell.fd = CTX->bell.out = -1;
 	CTX->bell.word = NULL;
+}
+
+void ripc__bell_close(void)
+{
+	/* Nobody may ring a process that has no doorbell any more. */
+	if (CTX->bell.word)
+		__atomic_store_n(CTX->bell.word, 0, __ATOMIC_RELAXED);
+	ripc__bell_forget();
 }
 
 int ripc__bell_fd(void)
