@@ -1039,11 +1039,11 @@ Test(registry, shm_pairs_limited_both_sides)
 		  "to itself always");
 	cr_assert(ripc__reg_shm_pair(sa, 2));
 	cr_assert(ripc__reg_shm_pair(sb, 2));
-	cr_assert_not(ripc__reg_shm_pair(sc, 2), "third pair over limit 2");
+	cr_assert(!ripc__reg_shm_pair(sc, 2), "third pair over limit 2");
 	cr_assert(ripc__reg_shm_pair(sa, 2), "an existing pair stays");
 	cr_assert(ripc__reg_shm_pair(sc, 3), "a higher limit has room");
-	cr_assert_not(ripc__reg_shm_pair(-1, 10));
-	cr_assert_not(ripc__reg_shm_pair(RIPC_REG_MAX_PROCS, 10));
+	cr_assert(!ripc__reg_shm_pair(-1, 10));
+	cr_assert(!ripc__reg_shm_pair(RIPC_REG_MAX_PROCS, 10));
 	/* The other side counts too: we have 3 pairs, so a newcomer that
 	 * starts a pair with us under limit 3 is refused, and under 4 not;
 	 * a pair it already has needs no room. */
@@ -1072,22 +1072,22 @@ Test(registry, shm_pair_freed_when_partner_dies)
 	sa = child_slot(&a);
 	sb = child_slot(&b);
 	cr_assert(ripc__reg_slot_live(sa, child_inc(&a)));
-	cr_assert_not(ripc__reg_slot_live(sa, child_inc(&a) + 1),
+	cr_assert(!ripc__reg_slot_live(sa, child_inc(&a) + 1),
 		      "another incarnation");
 	cr_assert(ripc__reg_shm_pair(sa, 1));
-	cr_assert_not(ripc__reg_shm_pair(sb, 1), "full");
+	cr_assert(!ripc__reg_shm_pair(sb, 1), "full");
 	/* a dies without detaching: nobody noticed yet, but when we are
 	 * full the registry looks for partners that ended, at most every
 	 * 200 ms (the refusal above looked just now). */
 	child_kill(&a);
-	cr_assert_not(ripc__reg_shm_pair(sb, 1), "not looked again so soon");
+	cr_assert(!ripc__reg_shm_pair(sb, 1), "not looked again so soon");
 	usleep(250 * 1000);
 	cr_assert(ripc__reg_shm_pair(sb, 1), "the dead partner's place");
 	cr_assert_eq(ripc__reg_find_incarnation(child_inc(&a), &out), -ENOENT);
-	cr_assert_not(ripc__reg_slot_live(sa, child_inc(&a)));
+	cr_assert(!ripc__reg_slot_live(sa, child_inc(&a)));
 	child_release(&b);
 	/* b detached: its slot is not live for its incarnation any more. */
-	cr_assert_not(ripc__reg_slot_live(sb, child_inc(&b)));
+	cr_assert(!ripc__reg_slot_live(sb, child_inc(&b)));
 }
 
 Test(registry, slot_live_reclaims_dead)
@@ -1101,7 +1101,7 @@ Test(registry, slot_live_reclaims_dead)
 	sa = child_slot(&a);
 	cr_assert(ripc__reg_slot_live(sa, child_inc(&a)));
 	child_kill(&a);
-	cr_assert_not(ripc__reg_slot_live(sa, child_inc(&a)));
+	cr_assert(!ripc__reg_slot_live(sa, child_inc(&a)));
 	/* Reclaimed at once: its record and its ID. */
 	cr_assert_eq(ripc__reg_find_incarnation(child_inc(&a), &out), -ENOENT);
 	cr_assert_eq(ripc__reg_claim(710), 0);
