@@ -22,6 +22,10 @@
  *                                                     exec, dynamic loading)
  *   libripc_first shm 64 first_init_us ...           from just before
  *   libripc_first shm 64 first_init_p99_us ...       ripc_init()
+ *   libripc_first shm 64 first_send_us ...           from just before the
+ *   libripc_first shm 64 first_send_p99_us ...       first ripc_send_short()
+ *                                                    (the first exchange:
+ *                                                    route, connection, reply)
  *
  * First column: -N (default libripc_first).  Run it with RIPC_RESOLVER=0
  * and -N libripc_first_noresolver for the variant without the multicast
@@ -45,7 +49,7 @@
 #define REPLY_MS 10000
 
 struct report {
-	double t_init, t_reply;
+	double t_init, t_send, t_reply;
 	int ok;
 };
 
@@ -75,6 +79,7 @@ static int child(int fd)
 		uint8_t r;
 
 		memcpy(buf, &me, sizeof(me) < size ? sizeof(me) : size);
+		rep.t_send = bench_now();
 		r = ripc_send_short(me, bo.server_id, b, l, 1, NULL, NULL, 0);
 		if (r)
 			bench_log("send: %s", ripc_strerror(r));
@@ -121,12 +126,13 @@ static int driver(char **argv)
 {
 	double *first = malloc((size_t)bo.iters * sizeof(double));
 	double *init = malloc((size_t)bo.iters * sizeof(double));
+	double *xchg = malloc((size_t)bo.iters * sizeof(double));
 	size_t n = 0, *sizes;
 	long failed = 0, leftovers = 0;
 	char fdbuf[16];
 	size_t size;
 
-	if (!first || !init)
+	if (!first || !init || !xchg)
 		bench_die("out of memory");
 	bench_sizes(bo.sizes, &sizes);
 	size = sizes[0];
@@ -157,6 +163,7 @@ static int driver(char **argv)
 		    read(p[0], &rep, sizeof(rep)) == sizeof(rep) && rep.ok) {
 			first[n] = (rep.t_reply - t_fork) * 1e6;
 			init[n] = (rep.t_reply - rep.t_init) * 1e6;
+			xchg[n] = (rep.t_reply - rep.t_send) * 1e6;
 			n++;
 		} else {
 			failed++;
@@ -180,6 +187,7 @@ static int driver(char **argv)
 	if (n) {
 		bench_median(first, n);
 		bench_median(init, n);
+		bench_median(xchg, n);
 		bench_emit(bo.system, bo.label, size, "first_us",
 			   bench_median(first, n), "us");
 		bench_emit(bo.system, bo.label, size, "first_p99_us",
@@ -188,6 +196,10 @@ static int driver(char **argv)
 			   bench_median(init, n), "us");
 		bench_emit(bo.system, bo.label, size, "first_init_p99_us",
 			   bench_percentile(init, n, 99), "us");
+		bench_emit(bo.system, bo.label, size, "first_send_us",
+			   bench_median(xchg, n), "us");
+		bench_emit(bo.system, bo.label, size, "first_send_p99_us",
+			   bench_percentile(xchg, n, 99), "us");
 	}
 	if (bo.verbose && n)
 		bench_log("%zu processes: from fork %.0f-%.0f us, from init "
@@ -195,6 +207,7 @@ static int driver(char **argv)
 			  n, first[0], first[n - 1], init[0], init[n - 1]);
 	free(first);
 	free(init);
+	free(xchg);
 	free(sizes);
 	return failed ? 1 : 0;
 }

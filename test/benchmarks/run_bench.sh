@@ -52,7 +52,8 @@
 #                   of a server idle that long
 #   libripc_first, libripc_first_noresolver  ripc_firstcontact: FIRST_PROCS
 #                   fresh processes, start to first reply (first_us, from
-#                   fork; first_init_us, from just before ripc_init), with
+#                   fork; first_init_us, from just before ripc_init;
+#                   first_send_us, from just before the first send), with
 #                   the default resolver and with RIPC_RESOLVER=0; only in
 #                   the first LIFE_ROUNDS rounds
 # and once per round the kernel-TCP counterpart (tcp_socket_think<T>ms,
@@ -962,6 +963,60 @@ delta() { # A B: A - B in us
 	[ -n "$a" ] && [ -n "$b" ] || { echo "-"; return; }
 	awk -v a="$a" -v b="$b" 'BEGIN { printf "%+.2f\n", a - b }'
 }
+# Issues 12 and 14: each target against this run's medians, "meets" or
+# "misses" (goals for the benchmark, never assertions in the test command).
+le() { # A B MAX: "meets" when A / B <= MAX
+	awk -v a="${MED[$1]}" -v b="${MED[$2]}" -v m="$3" \
+		'BEGIN { print (b > 0 && a / b <= m) ? "meets" : "misses" }'
+}
+targets_12_14() {
+	local p t z a b lines=() pi
+	z=$SPARSE_SIZE
+	for p in $PROVIDERS; do
+		for t in $SPARSE_THINK; do
+			[ "$t" -le 10 ] || continue
+			a="libripc_think${t}ms $p $z" b="tcp_socket_think${t}ms tcp $z"
+			[ -n "${MED[$a lat_us]:-}" ] && [ -n "${MED[$b lat_us]:-}" ] || continue
+			if [ "$p" = tcp ]; then
+				lines+=("* sparse $t ms, tcp: median $(ratio "$a lat_us" "$b lat_us") of kernel TCP ($(le "$a lat_us" "$b lat_us" 1.2) the 1.2x target)")
+			else
+				lines+=("* sparse $t ms, $p: median $(ratio "$a lat_us" "$b lat_us") of kernel TCP ($(le "$a lat_us" "$b lat_us" 1.0) the 1.0x target), p99 $(ratio "$a lat_p99_us" "$b lat_p99_us") ($(le "$a lat_p99_us" "$b lat_p99_us" 2.0) the 2x target)")
+			fi
+		done
+	done
+	a="libripc_first_noresolver shm $z first_send_us"
+	[ -n "${MED[$a]:-}" ] && lines+=("* first contact, shm, no resolver, from the first send: median $(fmt "${MED[$a]}") us, p99 $(fmt "${MED[libripc_first_noresolver shm $z first_send_p99_us]:-0}") us ($(awk -v a="${MED[$a]}" 'BEGIN { print (a <= 300) ? "meets" : "misses" }') the 300 us target)")
+	for t in all shm tcp; do
+		a="libripc_sleep $t 0 idle_cpu_pct"
+		[ -n "${MED[$a]:-}" ] && lines+=("* idle after ripc_init, transports $t, one service registered: $(fmt "${MED[$a]}") % CPU ($(awk -v a="${MED[$a]}" 'BEGIN { print (a <= 0.2) ? "meets" : "misses" }') the 0.2 % target)")
+	done
+	for p in $PROVIDERS; do
+		a="libripc $p 8 lat_us" b="fi_rdm_msg $p 8 lat_us"
+		[ -n "${MED[$a]:-}" ] && [ -n "${MED[$b]:-}" ] &&
+			lines+=("* $p 8 B latency: $(ratio "$a" "$b") of raw fi_rdm_msg ($(le "$a" "$b" 1.10) the 1.10x target)")
+		for z in 65536 1048576 4194304 16777216; do
+			a="libripc $p $z bw_MBps" b="fi_rdm_pull $p $z bw_MBps"
+			[ -n "${MED[$a]:-}" ] && [ -n "${MED[$b]:-}" ] &&
+				lines+=("* $p long send $(hsize "$z"): $(ratio "$a" "$b") of raw fi_rdm_pull ($(verdict "$a" "$b" 0.90) the 0.90x target)")
+		done
+		pi=ipc
+		[ "$p" = tcp ] && pi=tcp
+		for b in zmq_reqrep nng_reqrep; do
+			local worse=0 n=0
+			for z in $LAT_SIZES; do
+				[ -n "${MED[libripc $p $z lat_us]:-}" ] && [ -n "${MED[$b $pi $z lat_us]:-}" ] || continue
+				n=$((n + 1))
+				[ "$(le "libripc $p $z lat_us" "$b $pi $z lat_us" 1.0)" = meets ] || worse=$((worse + 1))
+			done
+			[ "$n" -gt 0 ] && lines+=("* $p latency against ${b%_*} $pi: libripc faster at $((n - worse)) of $n sizes")
+		done
+	done
+	[ ${#lines[@]} -gt 0 ] || return 0
+	echo "### Issue 12 and 14 targets in this run (goals, not assertions)"
+	echo
+	printf '%s\n' "${lines[@]}"
+	echo
+}
 hsize() {
 	local s=$1
 	if [ "$s" -ge 1048576 ] && [ $((s % 1048576)) -eq 0 ]; then echo "$((s / 1048576)) MiB"
@@ -1318,7 +1373,9 @@ file.  Source: git $GIT_REV, $GIT_DIRTY uncommitted file(s) in ripc/ prov/ inclu
   registers a random service ID, sends one request and waits for the
   echo; \`first_us\` = from the driver's \`fork()\` (process start,
   dynamic loading included) to the reply, \`first_init_us\` = from just
-  before \`ripc_init()\`; with the multicast resolver on (default) and
+  before \`ripc_init()\`, \`first_send_us\` = from just before the
+  first \`ripc_send_short()\` (the first exchange itself: route look-up,
+  connection set-up and the reply; issue 12's 300 us target); with the multicast resolver on (default) and
   off (\`RIPC_RESOLVER=0\`); \`tcp_socket_first\`: a fresh process that
   connects to a kernel TCP server (\`raw/tcp_bench -F\`; from just before
   \`socket()\`).  *Idle cost* (\`ripc_idle\`): a process with the library
@@ -1547,16 +1604,16 @@ EOF
 		z=$SPARSE_SIZE
 		echo "### First contact: a fresh process to its first reply (us)"
 		echo
-		echo "| transport | resolver | from fork, median | p99 | from ripc_init, median | p99 |"
-		echo "|---|---|---|---|---|---|"
+		echo "| transport | resolver | from fork, median | p99 | from ripc_init, median | p99 | from the first send, median | p99 |"
+		echo "|---|---|---|---|---|---|---|---|"
 		for p in $PROVIDERS; do
 			for v in "libripc_first:on (default)" "libripc_first_noresolver:off (RIPC_RESOLVER=0)"; do
 				a="${v%%:*} $p $z"
-				echo "| $p | ${v#*:} | $(cell "$a first_us") | $(cell "$a first_p99_us") | $(cell "$a first_init_us") | $(cell "$a first_init_p99_us") |"
+				echo "| $p | ${v#*:} | $(cell "$a first_us") | $(cell "$a first_p99_us") | $(cell "$a first_init_us") | $(cell "$a first_init_p99_us") | $(cell "$a first_send_us") | $(cell "$a first_send_p99_us") |"
 			done
 		done
 		a="tcp_socket_first tcp $z"
-		echo "| kernel TCP | - | $(cell "$a first_us") | $(cell "$a first_p99_us") | $(cell "$a first_init_us") (from socket()) | $(cell "$a first_init_p99_us") |"
+		echo "| kernel TCP | - | $(cell "$a first_us") | $(cell "$a first_p99_us") | $(cell "$a first_init_us") (from socket()) | $(cell "$a first_init_p99_us") | (connect and reply: the column before) | |"
 		echo
 	fi
 	if grep -q ' idle_cpu_pct ' "$SUMMARY"; then
@@ -1573,6 +1630,7 @@ EOF
 		echo "| kernel TCP, blocked in recv() | tcp | $(cell "tcp_socket tcp 0 idle_cpu_pct") | $(cell "tcp_socket tcp 0 idle_wakeups") |"
 		echo
 	fi
+	targets_12_14
 	if [ -f "$LIFE_NOTES" ]; then # ### sections of their own
 		cat "$LIFE_NOTES"
 		echo
