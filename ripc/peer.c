@@ -229,8 +229,10 @@ void ripc__peer_learn(int tp, uint64_t inc)
 		t->learnt_inc = inc;
 }
 
-bool ripc__peer_wait_accept(struct ripc_peer *p)
+bool ripc__peer_ready(struct ripc_peer *p)
 {
+	if (p->ready)
+		return true;
 	if (!CTX->tp[p->tp].attr.same_host_only || !p->reg_slot1 ||
 	    ripc__reg_shm_accepted(p->reg_slot1 - 1)) {
 		p->ready = true;

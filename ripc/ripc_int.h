@@ -622,12 +622,8 @@ void ripc__peer_learn(int tp, uint64_t inc);
 void ripc__peers_sweep(void);
 /* May we post to this peer now?  Over shm, not before it has mapped us
  * (registry.h, accepting a pair); meanwhile it is rung and the caller
- * treats the peer as busy (-EAGAIN).  Cheap once true. */
-bool ripc__peer_wait_accept(struct ripc_peer *p);
-static inline bool ripc__peer_ready(struct ripc_peer *p)
-{
-	return p->ready || ripc__peer_wait_accept(p);
-}
+ * treats the peer as busy (-EAGAIN).  Cheap once true (one flag). */
+bool ripc__peer_ready(struct ripc_peer *p);
 /* Map the processes that formed shm pairs with us (engine only; a load
  * when nobody did). */
 void ripc__peers_accept(void);
