@@ -40,8 +40,13 @@ total_pass=0 total_fail=0
 log=$(mktemp -d /tmp/ripc-test.XXXXXX)
 trap 'rm -rf "$log"' EXIT
 
-tally() { # tally <label> <passed> <failed>
-	printf '== %-40s %4d passed, %d failed\n' "$1" "$2" "$3"
+tally_t0=$(date +%s)
+tally() { # tally <label> <passed> <failed>: one line, with the step's time
+	local now
+	now=$(date +%s)
+	printf '== %-40s %4d passed, %d failed  (%d s)\n' "$1" "$2" "$3" \
+		$((now - tally_t0))
+	tally_t0=$now
 	total_pass=$((total_pass + $2))
 	total_fail=$((total_fail + $3))
 }
