@@ -13,7 +13,14 @@
  * eager size (16 KiB) per endpoint: 4096 by default, 52 MB of the 77 MB a
  * tcp-only process held.  256 are plenty for one endpoint shared by all
  * services: 25 MB (measured with ripc_soak -x idle, see ripc(7)). */
-static const char *const tcp_env[] = { "FI_OFI_RXM_MSG_RX_SIZE=256", NULL };
+/* rxm's eager limit is FI_OFI_RXM_BUFFER_SIZE (16384); above it every
+ * message is rendezvous, an extra round trip (~3x the latency).  Our
+ * header (48 bytes + 4 per item) would push a 16 KiB payload over: 1 KiB
+ * more keeps payloads up to 16 KiB eager (+4 % buffer memory).  Both sides
+ * must agree: a receiver's buffers must hold what a sender sends eagerly,
+ * so every libripc process sets the same value (unless the user did). */
+static const char *const tcp_env[] = { "FI_OFI_RXM_MSG_RX_SIZE=256",
+				       "FI_OFI_RXM_BUFFER_SIZE=17408", NULL };
 
 const struct ripc_ofi_row ripc__tcp_row = {
 	.name = "tcp",
