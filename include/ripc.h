@@ -211,6 +211,9 @@ struct ripc_stats {
 	uint64_t shm_fallback_tcp;
 	/* Peers forgotten because their process had ended. */
 	uint64_t peers_reaped;
+	/* Sends to a random ID whose holder on this host had ended: failed
+	 * at once (RIPC_ENOSERVICE) instead of after the resolve timeout. */
+	uint64_t resolve_gone;
 };
 /* Copies min(size, sizeof(struct ripc_stats)) bytes of counters. */
 uint8_t ripc_stats(struct ripc_stats *stats, size_t size);

@@ -129,6 +129,13 @@ static int api_resolve(uint16_t dest, struct ripc_route **out)
 			return RIPC_ESHUTDOWN;
 		if (ripc__now_ns() >= deadline)
 			break;
+		/* A client's random ID whose process ended on this host: no
+		 * one will register it again, do not wait (a service replying
+		 * to clients that died would stall for each of them). */
+		if (ripc__reg_gone(dest)) {
+			CTX->stats.resolve_gone++;
+			return RIPC_ENOSERVICE;
+		}
 		/* Not registered (yet): let others use the library while we
 		 * wait for the registry to change or an answer to come. */
 		ripc__resolver_wait_enter();
@@ -208,7 +215,7 @@ static int claim_across_hosts(uint16_t id, bool mcast)
 	return ret;
 }
 
-static int do_register(int service_id, bool mcast)
+static int do_register(int service_id, bool mcast, bool random)
 {
 	uint16_t id = (uint16_t)service_id;
 	int err, ret;
@@ -220,7 +227,7 @@ static int do_register(int service_id, bool mcast)
 	/* Held here, or another thread of ours is registering it. */
 	if (CTX->svc[id] || ripc__dir_core_busy(id))
 		return ripc__api_leave(RIPC_EINUSE);
-	ret = mcast ? ripc__reg_join(id) : ripc__reg_claim(id);
+	ret = mcast ? ripc__reg_join(id) : ripc__reg_claim(id, random);
 	if (ret)
 		return ripc__api_leave(ret == -EEXIST   ? RIPC_EINUSE
 				       : ret == -ENOSPC ? RIPC_ENOMEM
@@ -242,7 +249,7 @@ static int do_register(int service_id, bool mcast)
 
 RIPC_API uint8_t ripc_register_service_id(int service_id)
 {
-	int err = do_register(service_id, false);
+	int err = do_register(service_id, false, false);
 
 	if (err) {
 		ripc__set_err(err);
@@ -253,7 +260,7 @@ RIPC_API uint8_t ripc_register_service_id(int service_id)
 
 RIPC_API uint8_t ripc_register_multicast_service_id(int service_id)
 {
-	int err = do_register(service_id, true);
+	int err = do_register(service_id, true, false);
 
 	if (err) {
 		ripc__set_err(err);
@@ -276,7 +283,7 @@ RIPC_API uint16_t ripc_register_random_service_id(void)
 		}
 		id = (uint16_t)(RANDOM_ID_MIN +
 				r % (RIPC_MAX_SERVICE_ID + 1 - RANDOM_ID_MIN));
-		err = do_register(id, false);
+		err = do_register(id, false, true);
 		if (err == RIPC_OK)
 			return id;
 		if (err != RIPC_EINUSE)

@@ -48,6 +48,11 @@
 #define PROC_LIVE 1
 
 #define SVC_MCAST 0x1u
+/* Drawn by ripc_register_random_service_id: a client's identity, never
+ * taken over by a restarted process.  Kept when its holder ends (owner 0,
+ * the flag stays), so that a sender learns "gone for good" at once instead
+ * of waiting for somebody to register it (until the ID is claimed again). */
+#define SVC_RANDOM 0x2u
 
 struct reg_header {
 	uint64_t magic;
@@ -442,7 +447,7 @@ static void reap(unsigned slot)
 
 		if (s->owner == slot + 1) {
 			s->owner = 0;
-			s->flags = 0;
+			s->flags &= SVC_RANDOM; /* the tombstone, see above */
 			s->incarnation = 0;
 		}
 	}
@@ -492,7 +497,7 @@ void ripc__reg_detach(void)
 	reg.self = -1;
 }
 
-int ripc__reg_claim(uint16_t id)
+int ripc__reg_claim(uint16_t id, bool random)
 {
 	struct reg_svc *s;
 	int ret = 0, owner;
@@ -529,7 +534,7 @@ int ripc__reg_claim(uint16_t id)
 	}
 	if (!ret) {
 		s->owner = (uint32_t)reg.self + 1;
-		s->flags = 0;
+		s->flags = random ? SVC_RANDOM : 0;
 		s->incarnation = proc_at(reg.self)->incarnation;
 		bump();
 	}
@@ -611,6 +616,18 @@ static void fill_info(const struct reg_proc *p, struct ripc_reg_proc_info *o)
 	for (int t = 0; t < RIPC_PROV_MAX; t++)
 		if (o->addr[t].len > RIPC_ADDR_MAX)
 			o->addr[t].len = 0; /* torn record: unusable */
+}
+
+bool ripc__reg_gone(uint16_t id)
+{
+	bool gone;
+
+	if (!reg.map || id > RIPC_MAX_SERVICE_ID)
+		return false;
+	lock(LOCK_SH);
+	gone = (svc_at(id)->flags & SVC_RANDOM) && svc_owner(id) < 0;
+	unlock();
+	return gone;
 }
 
 int ripc__reg_lookup(uint16_t id, struct ripc_reg_proc_info *out)

@@ -47,13 +47,18 @@ int ripc__reg_attach(const struct ripc_reg_proc_info *self);
 /* Remove this process and every service it holds. */
 void ripc__reg_detach(void);
 
-/* Claim a unicast ID: 0, -EEXIST (live owner, or multicast ID). */
-int ripc__reg_claim(uint16_t id);
+/* Claim a unicast ID: 0, -EEXIST (live owner, or multicast ID).  random:
+ * drawn by ripc_register_random_service_id (see ripc__reg_gone). */
+int ripc__reg_claim(uint16_t id, bool random);
 /* Join a multicast ID: 0, -EEXIST (unicast ID), -ENOSPC (too many). */
 int ripc__reg_join(uint16_t id);
 /* Give up an ID this process holds (unicast or membership). */
 int ripc__reg_release(uint16_t id);
 
+/* Was id a random ID whose holder on this host has ended (or given it
+ * up), and nobody claimed it since?  Then nobody will register it again:
+ * a sender fails at once instead of waiting to resolve it. */
+bool ripc__reg_gone(uint16_t id);
 /* Resolve a unicast ID to its live owner: 0, -ENOENT. */
 int ripc__reg_lookup(uint16_t id, struct ripc_reg_proc_info *out);
 /* Resolve a multicast ID to up to max live members; returns the count

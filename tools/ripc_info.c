@@ -499,7 +499,7 @@ static const struct {
 	STAT(window_hits),	  STAT(library_buffers),
 	STAT(release_events_dropped), STAT(bell_rings),
 	STAT(bell_wakeups),	  STAT(shm_fallback_tcp),
-	STAT(peers_reaped),
+	STAT(peers_reaped),	  STAT(resolve_gone),
 };
 #undef STAT
 /* A counter added to struct ripc_stats must be named above too. */

@@ -480,7 +480,7 @@ static int client(void)
 	}
 	FT_CHECK(ripc__reg_attach(&self) == 0, "attach");
 	me = 50000 + (uint16_t)(getpid() % 10000);
-	FT_CHECK(ripc__reg_claim(me) == 0, "claim %u", me);
+	FT_CHECK(ripc__reg_claim(me, false) == 0, "claim %u", me);
 	FT_CHECK(ripc__reg_lookup(victim, &v) == 0, "victim not registered");
 	victim_inc = v.incarnation;
 	FT_CHECK(v.addr[tp].len, "victim has no %s address", ft.prov);

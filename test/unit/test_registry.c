@@ -78,7 +78,7 @@ static void open_attach(uint64_t inc)
 
 /* ---- other processes ------------------------------------------------ */
 
-enum child_op { OP_ATTACH, OP_CLAIM, OP_JOIN, OP_PAIR };
+enum child_op { OP_ATTACH, OP_CLAIM, OP_CLAIM_RANDOM, OP_JOIN, OP_PAIR };
 
 /* OP_PAIR: pair with this slot (the test's own), with `id` as the limit. */
 static int pair_with;
@@ -129,8 +129,8 @@ static void child_start(struct child *c, enum child_op op, uint16_t id,
 		r = ripc__reg_open(path);
 		if (!r)
 			r = ripc__reg_attach(&i);
-		if (!r && op == OP_CLAIM)
-			r = ripc__reg_claim(id);
+		if (!r && (op == OP_CLAIM || op == OP_CLAIM_RANDOM))
+			r = ripc__reg_claim(id, op == OP_CLAIM_RANDOM);
 		else if (!r && op == OP_JOIN)
 			r = ripc__reg_join(id);
 		else if (!r && op == OP_PAIR)
@@ -227,12 +227,12 @@ Test(registry, nothing_before_open_or_attach)
 	cr_assert_eq(ripc__reg_lookup(1, &out), -ENOENT);
 	cr_assert_eq(ripc__reg_lookup_mcast(1, &out, 1, &mc), 0);
 	cr_assert(!mc);
-	cr_assert_lt(ripc__reg_claim(1), 0, "claim before open");
+	cr_assert_lt(ripc__reg_claim(1, false), 0, "claim before open");
 	cr_assert_lt(ripc__reg_join(1), 0, "join before open");
 	cr_assert_lt(ripc__reg_release(1), 0, "release before open");
 
 	cr_assert_eq(ripc__reg_open(path), 0);
-	cr_assert_eq(ripc__reg_claim(1), -EBADF, "claim before attach");
+	cr_assert_eq(ripc__reg_claim(1, false), -EBADF, "claim before attach");
 	cr_assert_eq(ripc__reg_join(1), -EBADF, "join before attach");
 	cr_assert_eq(ripc__reg_release(1), -EBADF, "release before attach");
 	cr_assert_eq(ripc__reg_lookup(1, &out), -ENOENT);
@@ -250,7 +250,7 @@ static void expect_refused(int want, const char *what)
 	cr_assert_eq(r, want, "%s: got %d (%s), want %d (%s)", what, r,
 		     strerror(-r), want, strerror(-want));
 	cr_assert_eq(ripc__reg_version(), 0, "%s: registry left mapped", what);
-	cr_assert_lt(ripc__reg_claim(5), 0, "%s: claim works", what);
+	cr_assert_lt(ripc__reg_claim(5, false), 0, "%s: claim works", what);
 	cr_assert_eq(lstat(path, &after), 0);
 	cr_assert_eq(after.st_size, before.st_size, "%s: file resized", what);
 	cr_assert_eq(after.st_mode, before.st_mode, "%s: mode changed", what);
@@ -412,7 +412,7 @@ Test(registry, claim_lookup_release)
 		uint16_t id = ids[k];
 
 		cr_assert_eq(ripc__reg_lookup(id, &out), -ENOENT, "id %u", id);
-		cr_assert_eq(ripc__reg_claim(id), 0, "id %u", id);
+		cr_assert_eq(ripc__reg_claim(id, false), 0, "id %u", id);
 		memset(&out, 0, sizeof(out));
 		cr_assert_eq(ripc__reg_lookup(id, &out), 0, "id %u", id);
 		cr_assert_eq(out.pid, getpid());
@@ -434,7 +434,7 @@ Test(registry, claim_lookup_release)
 	cr_assert_eq(ripc__reg_lookup(100, &out), -ENOENT);
 	cr_assert_eq(ripc__reg_release(100), -ENOENT, "released twice");
 	cr_assert_eq(ripc__reg_release(101), -ENOENT, "never held");
-	cr_assert_eq(ripc__reg_claim(100), 0, "claim after release");
+	cr_assert_eq(ripc__reg_claim(100, false), 0, "claim after release");
 	cr_assert_eq(ripc__reg_lookup(0, &out), 0, "others kept");
 
 	/* Detach withdraws everything this process held. */
@@ -451,7 +451,7 @@ Test(registry, invalid_id_refused)
 	struct ripc_reg_proc_info out;
 
 	open_attach(1);
-	cr_expect_lt(ripc__reg_claim(RIPC_INVALID_SERVICE_ID), 0,
+	cr_expect_lt(ripc__reg_claim(RIPC_INVALID_SERVICE_ID, false), 0,
 		     "claim(65535) succeeded");
 	cr_expect_lt(ripc__reg_join(RIPC_INVALID_SERVICE_ID), 0,
 		     "join(65535) succeeded");
@@ -466,7 +466,7 @@ Test(registry, live_owner_keeps_its_id)
 
 	/* The test holds 200; another live process cannot take it. */
 	open_attach(0x77);
-	cr_assert_eq(ripc__reg_claim(200), 0);
+	cr_assert_eq(ripc__reg_claim(200, false), 0);
 	cr_assert_eq(spawn(&c, OP_CLAIM, 200, true), -EEXIST);
 	child_release(&c);
 	cr_assert_eq(ripc__reg_lookup(200, &out), 0);
@@ -474,14 +474,14 @@ Test(registry, live_owner_keeps_its_id)
 
 	/* The other way round: a live child holds 201. */
 	cr_assert_eq(spawn(&c, OP_CLAIM, 201, true), 0);
-	cr_assert_eq(ripc__reg_claim(201), -EEXIST);
+	cr_assert_eq(ripc__reg_claim(201, false), -EEXIST);
 	cr_assert_eq(ripc__reg_lookup(201, &out), 0);
 	cr_assert_eq(out.pid, c.pid);
 	cr_assert_eq(out.incarnation, 0x1000000000ull + (uint64_t)c.pid);
 	/* A clean exit (detach) frees it. */
 	child_release(&c);
 	cr_assert_eq(ripc__reg_lookup(201, &out), -ENOENT);
-	cr_assert_eq(ripc__reg_claim(201), 0);
+	cr_assert_eq(ripc__reg_claim(201, false), 0);
 }
 
 Test(registry, killed_owner_reclaimed)
@@ -491,19 +491,60 @@ Test(registry, killed_owner_reclaimed)
 
 	open_attach(0x78);
 	cr_assert_eq(spawn(&c, OP_CLAIM, 300, false), 0);
-	cr_assert_eq(ripc__reg_claim(300), -EEXIST);
+	cr_assert_eq(ripc__reg_claim(300, false), -EEXIST);
 	child_kill(&c);
 	/* Nobody cleaned up: the record is still in the file, but its
 	 * owner is dead. */
 	cr_assert_eq(ripc__reg_lookup(300, &out), -ENOENT);
-	cr_assert_eq(ripc__reg_claim(300), 0, "dead owner's ID not reclaimed");
+	cr_assert_eq(ripc__reg_claim(300, false), 0, "dead owner's ID not reclaimed");
 	cr_assert_eq(ripc__reg_lookup(300, &out), 0);
 	cr_assert_eq(out.pid, getpid());
 
 	/* The same after a normal exit without detach. */
 	cr_assert_eq(spawn(&c, OP_CLAIM, 301, false), 0);
 	child_release(&c);
-	cr_assert_eq(ripc__reg_claim(301), 0);
+	cr_assert_eq(ripc__reg_claim(301, false), 0);
+}
+
+/*
+ * A random ID names a client: once its holder has ended (killed, exited,
+ * reaped by a newcomer taking its slot, or released), it is gone for good
+ * until claimed again, and senders are told so at once.  A well-known ID
+ * whose holder died is never "gone": a restarted service may take it.
+ */
+Test(registry, random_id_gone_when_holder_ends)
+{
+	struct child a, b, c, d;
+
+	open_attach(0x79);
+	cr_assert_eq(spawn(&a, OP_CLAIM_RANDOM, 2000, false), 0);
+	cr_assert_eq(spawn(&b, OP_CLAIM, 2001, false), 0);
+	cr_assert(!ripc__reg_gone(2000), "live holder");
+	cr_assert(!ripc__reg_gone(2001));
+	cr_assert(!ripc__reg_gone(2002), "never claimed");
+	child_kill(&a);
+	child_kill(&b);
+	cr_assert(ripc__reg_gone(2000), "random ID of a killed holder");
+	cr_assert(!ripc__reg_gone(2001), "well-known ID of a killed holder");
+
+	/* Its slot reaped by the next process: the tombstone stays. */
+	cr_assert_eq(spawn(&c, OP_ATTACH, 0, false), 0);
+	cr_assert(ripc__reg_gone(2000), "after its slot was reaped");
+
+	/* Claimed again (well-known this time): not gone, and not after
+	 * that holder dies either. */
+	cr_assert_eq(spawn(&d, OP_CLAIM, 2000, false), 0);
+	cr_assert(!ripc__reg_gone(2000));
+	child_kill(&d);
+	cr_assert(!ripc__reg_gone(2000));
+
+	/* Released by its live holder: gone as well. */
+	cr_assert_eq(ripc__reg_claim(2003, true), 0);
+	cr_assert(!ripc__reg_gone(2003));
+	cr_assert_eq(ripc__reg_release(2003), 0);
+	cr_assert(ripc__reg_gone(2003));
+	cr_assert(!ripc__reg_gone(RIPC_MAX_SERVICE_ID + 1));
+	child_release(&c);
 }
 
 /*
@@ -524,7 +565,7 @@ Test(registry, zombie_owner_reclaimed)
 	/* Wait until it is dead, but leave it unreaped. */
 	cr_assert_eq(waitid(P_PID, (id_t)c.pid, &si, WEXITED | WNOWAIT), 0);
 	lr = ripc__reg_lookup(310, &out);
-	cr = ripc__reg_claim(310);
+	cr = ripc__reg_claim(310, false);
 	waitpid(c.pid, NULL, 0);
 	close(c.hold);
 	cr_expect_eq(lr, -ENOENT, "lookup finds a zombie owner alive");
@@ -562,7 +603,7 @@ static pid_t race_child(int go, int *res_rd, int *hold_wr)
 		while (read(go, &b, 1) > 0)
 			;
 		for (int k = 0; k < RACE_IDS; k++) {
-			int r = ripc__reg_claim((uint16_t)(RACE_BASE + k));
+			int r = ripc__reg_claim((uint16_t)(RACE_BASE + k), false);
 
 			won[k] = r == 0 ? 1 : r == -EEXIST ? 0 : -1;
 		}
@@ -632,12 +673,12 @@ Test(registry, forget_in_child_leaves_parent)
 	int st;
 
 	open_attach(0x80);
-	cr_assert_eq(ripc__reg_claim(700), 0);
+	cr_assert_eq(ripc__reg_claim(700, false), 0);
 	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
 		ripc__reg_forget();
-		_exit(ripc__reg_version() == 0 && ripc__reg_claim(1) < 0 ? 0
+		_exit(ripc__reg_version() == 0 && ripc__reg_claim(1, false) < 0 ? 0
 									 : 1);
 	}
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
@@ -648,7 +689,7 @@ Test(registry, forget_in_child_leaves_parent)
 	child_release(&c);
 	cr_assert_eq(ripc__reg_lookup(700, &out), 0);
 	cr_assert_eq(out.pid, getpid());
-	cr_assert_eq(ripc__reg_claim(701), 0, "parent can still mutate");
+	cr_assert_eq(ripc__reg_claim(701, false), 0, "parent can still mutate");
 }
 
 /* ---- multicast IDs -------------------------------------------------- */
@@ -715,10 +756,10 @@ Test(registry, unicast_and_multicast_exclusive)
 	open_attach(0xa0);
 	/* A live multicast group keeps its ID from unicast claims. */
 	cr_assert_eq(spawn(&c, OP_JOIN, 410, false), 0);
-	cr_assert_eq(ripc__reg_claim(410), -EEXIST);
+	cr_assert_eq(ripc__reg_claim(410, false), -EEXIST);
 	/* ... until its last member is gone. */
 	child_kill(&c);
-	cr_assert_eq(ripc__reg_claim(410), 0, "dead group's ID not free");
+	cr_assert_eq(ripc__reg_claim(410, false), 0, "dead group's ID not free");
 	cr_assert_eq(ripc__reg_lookup_mcast(410, m, 4, &mc), 0);
 	cr_assert(!mc, "claimed ID still multicast");
 
@@ -731,10 +772,10 @@ Test(registry, unicast_and_multicast_exclusive)
 	cr_assert_eq(ripc__reg_join(411), 0, "dead owner's ID not joinable");
 
 	/* Within one process too. */
-	cr_assert_eq(ripc__reg_claim(412), 0);
+	cr_assert_eq(ripc__reg_claim(412, false), 0);
 	cr_assert_eq(ripc__reg_join(412), -EEXIST);
 	cr_assert_eq(ripc__reg_join(413), 0);
-	cr_assert_eq(ripc__reg_claim(413), -EEXIST);
+	cr_assert_eq(ripc__reg_claim(413, false), -EEXIST);
 }
 
 Test(registry, multicast_membership_limit)
@@ -767,7 +808,7 @@ Test(registry, version_changes_on_every_mutation)
 	} while (0)
 	cr_assert_eq(ripc__reg_attach(&me), 0);
 	CHANGED("attach");
-	cr_assert_eq(ripc__reg_claim(10), 0);
+	cr_assert_eq(ripc__reg_claim(10, false), 0);
 	CHANGED("claim");
 	cr_assert_eq(ripc__reg_join(11), 0);
 	CHANGED("join");
@@ -786,7 +827,7 @@ Test(registry, version_changes_on_every_mutation)
 	cr_assert_eq(spawn(&c, OP_CLAIM, 14, false), 0);
 	CHANGED("another process's claim");
 	child_kill(&c);
-	cr_assert_eq(ripc__reg_claim(14), 0);
+	cr_assert_eq(ripc__reg_claim(14, false), 0);
 	CHANGED("reclaim of a dead owner's ID");
 
 	cr_assert_eq(ripc__reg_lookup(14, &out), 0);
@@ -823,9 +864,9 @@ Test(registry, foreach_lists_live_registrations)
 	struct child c;
 
 	open_attach(0xd0);
-	cr_assert_eq(ripc__reg_claim(20), 0);
+	cr_assert_eq(ripc__reg_claim(20, false), 0);
 	cr_assert_eq(ripc__reg_join(21), 0);
-	cr_assert_eq(ripc__reg_claim(22), 0);
+	cr_assert_eq(ripc__reg_claim(22, false), 0);
 	/* A dead process's registration is not listed. */
 	cr_assert_eq(spawn(&c, OP_CLAIM, 23, false), 0);
 	child_kill(&c);
@@ -1015,7 +1056,7 @@ Test(registry, find_incarnation_and_sleep_word)
 	cr_assert_eq(spawn(&c, OP_ATTACH, 0, true), 0);
 	cr_assert_neq(ripc__reg_sleep_word(child_slot(&c)), w);
 	/* Lookups by ID fill slot1 too. */
-	cr_assert_eq(ripc__reg_claim(700), 0);
+	cr_assert_eq(ripc__reg_claim(700, false), 0);
 	cr_assert_eq(ripc__reg_lookup(700, &out), 0);
 	cr_assert_eq(out.slot1 - 1, ripc__reg_self_slot());
 	child_release(&c);
@@ -1104,5 +1145,5 @@ Test(registry, slot_live_reclaims_dead)
 	cr_assert(!ripc__reg_slot_live(sa, child_inc(&a)));
 	/* Reclaimed at once: its record and its ID. */
 	cr_assert_eq(ripc__reg_find_incarnation(child_inc(&a), &out), -ENOENT);
-	cr_assert_eq(ripc__reg_claim(710), 0);
+	cr_assert_eq(ripc__reg_claim(710, false), 0);
 }
