@@ -26,11 +26,19 @@ struct note {
 	uint8_t is_long;
 };
 
-static int member(int k, uint16_t group, int ready_fd)
+/* A member is forked before the server starts the library: forking a
+ * process whose library threads are running is ripc_lifecycle's "fork"
+ * case; here (and under ASan, whose allocator in GCC 12 takes no lock
+ * around fork: a child could inherit it held) members start clean. */
+static int member(int k, int group_fd, int ready_fd)
 {
 	struct ft_msg m;
+	uint16_t group;
 	char c = 'r';
 
+	ft_lib_init();
+	if (read(group_fd, &group, sizeof(group)) != sizeof(group))
+		ft_fail("member %d: no group ID from the server", k);
 	if (!ripc_register_multicast_service_id(group))
 		ft_fail("member %d: join: %s", k,
 			ripc_strerror(ripc_last_error()));
@@ -63,25 +71,32 @@ static int member(int k, uint16_t group, int ready_fd)
 
 static int server(void)
 {
-	uint16_t me = ripc_register_random_service_id();
-	uint16_t group = (uint16_t)((me + GROUP_OFFSET) % 65535);
+	uint16_t me, group;
 	pid_t pid[MEMBERS];
-	int pfd[2];
+	int pfd[2], gfd[2];
 	struct ft_msg m;
 	char c;
 
-	FT_CHECK(me != RIPC_INVALID_SERVICE_ID, "register");
-	FT_CHECK(pipe(pfd) == 0, "pipe");
+	FT_CHECK(pipe(pfd) == 0 && pipe(gfd) == 0, "pipe");
 	for (int k = 0; k < MEMBERS; k++) {
 		pid[k] = fork();
 		FT_CHECK(pid[k] >= 0, "fork");
 		if (pid[k] == 0) {
 			/* Die with the server, whatever ends it. */
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
-			_exit(member(k, group, pfd[1]));
+			_exit(member(k, gfd[0], pfd[1]));
 		}
-		FT_CHECK(read(pfd[0], &c, 1) == 1, "member %d ready", k);
 	}
+	ft_lib_init();
+	me = ripc_register_random_service_id();
+	FT_CHECK(me != RIPC_INVALID_SERVICE_ID, "register");
+	group = (uint16_t)((me + GROUP_OFFSET) % 65535);
+	for (int k = 0; k < MEMBERS; k++)
+		FT_CHECK(write(gfd[1], &group, sizeof(group)) ==
+				 (ssize_t)sizeof(group),
+			 "group ID to member %d", k);
+	for (int k = 0; k < MEMBERS; k++)
+		FT_CHECK(read(pfd[0], &c, 1) == 1, "member %d ready", k);
 	ft_ready(me);
 	for (;;) {
 		ft_recv_ok(me, &m, 60000);
@@ -204,6 +219,8 @@ static int client(void)
 int main(int argc, char **argv)
 {
 	ft_init(argc, argv, "ripc_mcast", 1, 0);
+	if (ft.server)
+		return server(); /* forks its members first */
 	ft_lib_init();
-	return ft.server ? server() : client();
+	return client();
 }
