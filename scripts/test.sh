@@ -111,12 +111,37 @@ run_counted() { # <label> <command...>
 	tally "$label" "$p" "$f"
 }
 
+# The lifecycle suite once per transport, both at the same time (its cases
+# mostly wait for stalls and timeouts to pass; each transport has its own
+# registries and resolver port), counted together.
+run_lifecycle() { # <label> <lifecycle.sh args...> (providers: shm, tcp)
+	local label=$1 out=$log/lifecycle.$RANDOM p=0 f=0 pid_shm pid_tcp x
+	shift
+	RIPC_RESOLVER_PORT=$((${RIPC_RESOLVER_PORT:-47473} + 1)) \
+		test/scripts/lifecycle.sh "$@" shm >"$out.shm" 2>&1 &
+	pid_shm=$!
+	test/scripts/lifecycle.sh "$@" tcp >"$out.tcp" 2>&1 &
+	pid_tcp=$!
+	wait "$pid_shm" "$pid_tcp"
+	for x in shm tcp; do
+		grep -E 'Fail|FAIL' "$out.$x" | head -n 20 || true
+		if tail -n 1 "$out.$x" | grep -qE '^[0-9]+ passed, [0-9]+ failed$'; then
+			p=$((p + $(tail -n 1 "$out.$x" | cut -d' ' -f1)))
+			f=$((f + $(tail -n 1 "$out.$x" | cut -d' ' -f3)))
+		else
+			tail -n 20 "$out.$x"
+			f=$((f + 1))
+		fi
+	done
+	tally "$label" "$p" "$f"
+}
+
 # Finalize racing other threads, SIGTERM/SIGINT, stopped peers with short
 # timeouts, a sender that exits while its receiver is stopped, fork during
-# traffic, a first sender that exits at once: every case 10 times over shm
+# traffic, a first sender that exits at once: every case 20 times over shm
 # and tcp.
-run_counted "lifecycle (shm tcp, 10 runs a case)" \
-	test/scripts/lifecycle.sh -b build/test/functional -n 10 shm tcp
+run_lifecycle "lifecycle (shm tcp, 20 runs a case)" \
+	-b build/test/functional -n 20
 
 # Client churn (issue 12): 2,000 client processes one after another, then
 # 300 alive at once (more than shm's 256 peers), against one service;
