@@ -164,6 +164,11 @@ static int driver(char **argv)
 			first[n] = (rep.t_reply - t_fork) * 1e6;
 			init[n] = (rep.t_reply - rep.t_init) * 1e6;
 			xchg[n] = (rep.t_reply - rep.t_send) * 1e6;
+			if (bo.verbose)
+				bench_log("process %ld: from fork %.0f us, from "
+					  "init %.0f us, from the first send "
+					  "%.0f us",
+					  i + 1, first[n], init[n], xchg[n]);
 			n++;
 		} else {
 			failed++;
