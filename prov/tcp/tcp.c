@@ -19,8 +19,14 @@
  * more keeps payloads up to 16 KiB eager (+4 % buffer memory).  Both sides
  * must agree: a receiver's buffers must hold what a sender sends eagerly,
  * so every libripc process sets the same value (unless the user did). */
+/* rxm handles connection events only every FI_OFI_RXM_CM_PROGRESS_INTERVAL
+ * (10 ms) of CQ polling, on both sides: a new peer's first exchange took
+ * 24 ms; with 1 ms, 17 ms (ripc_firstcontact -p tcp, A/B twice).  The cost
+ * is one EQ read per millisecond of polling.  rxm under verbs reads it too. */
 static const char *const tcp_env[] = { "FI_OFI_RXM_MSG_RX_SIZE=256",
-				       "FI_OFI_RXM_BUFFER_SIZE=17408", NULL };
+				       "FI_OFI_RXM_BUFFER_SIZE=17408",
+				       "FI_OFI_RXM_CM_PROGRESS_INTERVAL=1000",
+				       NULL };
 
 const struct ripc_ofi_row ripc__tcp_row = {
 	.name = "tcp",
