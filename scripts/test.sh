@@ -100,14 +100,21 @@ run_faults() { # <builddir> <label>
 }
 run_faults build default
 
+# The output of a script that ends with "N passed, N failed": show its
+# failures and set p and f (no such last line: its tail, one failure).
+counted_out() { # <file>
+	grep -E 'Fail|FAIL' "$1" | head -n 20 || true
+	p=$(tail -n 1 "$1" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p')
+	f=$(tail -n 1 "$1" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p')
+	[ -z "$p" ] && { tail -n 20 "$1"; p=0; f=1; }
+	return 0
+}
+
 # A script that ends with "N passed, N failed": tally it.
 run_counted() { # <label> <command...>
 	local label=$1 out=$log/counted.$RANDOM p f; shift
 	"$@" >"$out" 2>&1
-	grep -E 'Fail|FAIL' "$out" | head -n 20 || true
-	p=$(tail -n 1 "$out" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p')
-	f=$(tail -n 1 "$out" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p')
-	[ -z "$p" ] && { tail -n 20 "$out"; p=0; f=1; }
+	counted_out "$out"
 	tally "$label" "$p" "$f"
 }
 
@@ -115,7 +122,7 @@ run_counted() { # <label> <command...>
 # mostly wait for stalls and timeouts to pass; each transport has its own
 # registries and resolver port), counted together.
 run_lifecycle() { # <label> <lifecycle.sh args...> (providers: shm, tcp)
-	local label=$1 out=$log/lifecycle.$RANDOM p=0 f=0 pid_shm pid_tcp x
+	local label=$1 out=$log/lifecycle.$RANDOM p f sp=0 sf=0 pid_shm pid_tcp x
 	shift
 	RIPC_RESOLVER_PORT=$((${RIPC_RESOLVER_PORT:-47473} + 1)) \
 		test/scripts/lifecycle.sh "$@" shm >"$out.shm" 2>&1 &
@@ -124,16 +131,10 @@ run_lifecycle() { # <label> <lifecycle.sh args...> (providers: shm, tcp)
 	pid_tcp=$!
 	wait "$pid_shm" "$pid_tcp"
 	for x in shm tcp; do
-		grep -E 'Fail|FAIL' "$out.$x" | head -n 20 || true
-		if tail -n 1 "$out.$x" | grep -qE '^[0-9]+ passed, [0-9]+ failed$'; then
-			p=$((p + $(tail -n 1 "$out.$x" | cut -d' ' -f1)))
-			f=$((f + $(tail -n 1 "$out.$x" | cut -d' ' -f3)))
-		else
-			tail -n 20 "$out.$x"
-			f=$((f + 1))
-		fi
+		counted_out "$out.$x"
+		sp=$((sp + p)) sf=$((sf + f))
 	done
-	tally "$label" "$p" "$f"
+	tally "$label" "$sp" "$sf"
 }
 
 # Finalize racing other threads, SIGTERM/SIGINT, stopped peers with short

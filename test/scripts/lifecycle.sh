@@ -226,18 +226,24 @@ case_stop() { # dir prov side
 	echo "$runs runs, $side stopped twice 0.3-0.8 s each (timeouts 0.3-0.8 s), traffic resumed"
 }
 
+# Run one sender (bounded, in dir, output c.i) while the server is
+# stopped; continue the server whatever the sender did.
+send_while_stopped() { # dir i command...
+	local dir=$1 i=$2 rc=0
+	shift 2
+	kill -STOP "$srv_pid"
+	(cd "$dir" && run_bounded 30 "$@") >"$dir/c.$i" 2>&1 || rc=1
+	kill -CONT "$srv_pid"
+	[ "$rc" -eq 0 ] ||
+		echo "run $i: sender: $(tail -n 2 "$dir/c.$i" | tr '\n' ' ')"
+	return $rc
+}
+
 case_sendexit() { # dir prov
 	local dir=$1 prov=$2 i
 	for i in $(seq 1 "$runs"); do
-		kill -STOP "$srv_pid"
-		if ! (cd "$dir" && run_bounded 30 env "${short_timeouts[@]}" \
-				"$prog" -p "$prov" -x sendexit -S 200 \
-				"$srv_id") >"$dir/c.$i" 2>&1; then
-			kill -CONT "$srv_pid"
-			echo "run $i: sender: $(tail -n 2 "$dir/c.$i" | tr '\n' ' ')"
-			return 1
-		fi
-		kill -CONT "$srv_pid"
+		send_while_stopped "$dir" "$i" env "${short_timeouts[@]}" \
+			"$prog" -p "$prov" -x sendexit -S 200 "$srv_id" || return 1
 		sleep 0.05
 		if ! (cd "$dir" && run_bounded 30 "$prog" -p "$prov" -x traffic \
 				-S 150 "$srv_id") >>"$dir/c.$i" 2>&1; then
@@ -253,15 +259,8 @@ case_sendexit() { # dir prov
 case_firstexit() { # dir prov
 	local dir=$1 prov=$2 i
 	for i in $(seq 1 "$runs"); do
-		kill -STOP "$srv_pid"
-		if ! (cd "$dir" && run_bounded 30 env RIPC_SEND_TIMEOUT_MS=200 \
-				"$prog" -p "$prov" -x firstexit \
-				"$srv_id") >"$dir/c.$i" 2>&1; then
-			kill -CONT "$srv_pid"
-			echo "run $i: sender: $(tail -n 2 "$dir/c.$i" | tr '\n' ' ')"
-			return 1
-		fi
-		kill -CONT "$srv_pid"
+		send_while_stopped "$dir" "$i" env RIPC_SEND_TIMEOUT_MS=200 \
+			"$prog" -p "$prov" -x firstexit "$srv_id" || return 1
 		sleep 0.2
 		if ! kill -0 "$srv_pid" 2>/dev/null; then
 			echo "run $i: the server died after it was continued"
