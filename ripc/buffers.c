@@ -19,7 +19,8 @@
 #include "ripc_int.h"
 
 #define SLOTS_PER_ARENA 16
-#define SLOTS_MAX 2048 /* ~140 MiB; beyond, new messages are dropped */
+/* Beyond SLOTS_MAX (~140 MiB), new messages are dropped. */
+#define SLOTS_MAX (RIPC_ARENAS_MAX * SLOTS_PER_ARENA)
 
 /* Pages on the NUMA node nearest the NICs in use (plain mmap memory, so
  * munmap releases it; see locality.h). */
@@ -173,6 +174,19 @@ int ripc__key_new(struct ripc_tp *t, uint64_t *key)
 
 /* ---- slot arenas ---------------------------------------------------- */
 
+/* Insert into the sorted index; room is certain since nslots is capped
+ * at SLOTS_MAX, RIPC_ARENAS_MAX arenas. */
+static void by_base_add(struct ripc_arena *a)
+{
+	struct ripc_mem *m = &CTX->mem;
+	unsigned i = m->narenas;
+
+	for (; i > 0 && m->by_base[i - 1]->base > a->base; i--)
+		m->by_base[i] = m->by_base[i - 1];
+	m->by_base[i] = a;
+	m->narenas++;
+}
+
 static int arena_grow(void)
 {
 	size_t len = SLOTS_PER_ARENA * RIPC_SLOT_SIZE;
@@ -211,6 +225,7 @@ static int arena_grow(void)
 	a->next = CTX->mem.arenas;
 	CTX->mem.arenas = a;
 	CTX->mem.nslots += a->nslots;
+	by_base_add(a);
 	return RIPC_OK;
 }
 
@@ -285,6 +300,7 @@ void ripc__mem_unmap(void)
 		arena_unmap(a);
 	}
 	CTX->mem.arenas = NULL;
+	CTX->mem.narenas = 0;
 	CTX->mem.free_slots = NULL;
 	CTX->mem.nslots = 0;
 	for (int i = 0; i < RIPC_LIBBUF_CACHE; i++) {
@@ -332,18 +348,46 @@ void ripc__slot_put(struct ripc_slot *s)
 	CTX->mem.free_slots = s;
 }
 
+static struct ripc_slot *slot_in_one(struct ripc_arena *a, const uint8_t *b)
+{
+	if (b >= a->base && b < a->base + a->nslots * RIPC_SLOT_SIZE)
+		return &a->slot[(size_t)(b - a->base) / RIPC_SLOT_SIZE];
+	return NULL;
+}
+
 static struct ripc_slot *slot_in(struct ripc_arena *a, const uint8_t *b)
 {
-	for (; a; a = a->next)
-		if (b >= a->base && b < a->base + a->nslots * RIPC_SLOT_SIZE)
-			return &a->slot[(size_t)(b - a->base) / RIPC_SLOT_SIZE];
-	return NULL;
+	struct ripc_slot *s = NULL;
+
+	for (; a && !s; a = a->next)
+		s = slot_in_one(a, b);
+	return s;
+}
+
+static struct ripc_slot *slot_in_live(const uint8_t *b)
+{
+	const struct ripc_mem *m = &CTX->mem;
+	unsigned lo = 0, hi = m->narenas;
+
+	/* The last arena whose base is <= b, if b lies inside it. */
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+
+		if (m->by_base[mid]->base <= b)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	return slot_in_one(m->by_base[lo - 1], b);
 }
 
 struct ripc_slot *ripc__slot_of(const void *p)
 {
-	struct ripc_slot *s = slot_in(CTX->mem.arenas, p);
+	struct ripc_slot *s = slot_in_live(p);
 
+	/* Retired arenas (held across a finalize) are few and rare. */
 	return s ? s : slot_in(CTX->mem.retired, p);
 }
 

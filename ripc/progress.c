@@ -276,7 +276,15 @@ static void *progress_main(void *arg)
 			g->timers_due = true;
 			watchdog_nudge();
 		}
-		spin = g->spinners > 0;
+		/* An application thread that is receiving polls the
+		 * provider itself: stay off it while one spins, and while
+		 * one polled a moment ago and is not asleep.  Two threads
+		 * that take turns on the same messages (on one CPU, when
+		 * pinned) cost a receiver a quarter of its message rate
+		 * in lock hand-overs and preemptions (perf_notes.md). */
+		spin = g->spinners > 0 ||
+		       (g->nwaiters == 0 &&
+			ripc__now_ns() - g->app_recv_ns < APP_ACTIVE_NS);
 		if (!spin)
 			n = ripc__progress();
 		if (n > 0) {
