@@ -418,7 +418,8 @@ static bool create_thread(pthread_t *th, void *(*fn)(void *))
  * While the progress thread sleeps idle, every WD_IDLE_S seconds only
  * (what could be stuck then is an application thread sending to a peer
  * that died holding a lock: rescued a few seconds later); the progress
- * thread nudges it back when it wakes. */
+ * thread nudges it back to the short period when it wakes (whose first
+ * run is then 200 ms later, not at once). */
 #define WD_IDLE_S 5
 
 static void *watchdog_main(void *arg)
@@ -442,10 +443,16 @@ static void *watchdog_main(void *arg)
 			}
 		}
 		g->wd_long = idle;
-		pthread_cond_timedwait(&g->wd_cond, &g->wd_lock, &ts);
+		int r = pthread_cond_timedwait(&g->wd_cond, &g->wd_lock, &ts);
 		g->wd_long = false;
 		if (g->wd_stop)
 			break;
+		/* Nudged out of the long period: the short one starts now.
+		 * Running the ops at once would put a scan of
+		 * /proc/self/maps (shm) on the CPU just when the process
+		 * woke for a message. */
+		if (r != ETIMEDOUT)
+			continue;
 		pthread_mutex_unlock(&g->wd_lock);
 		for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
 			struct ripc_tp *t = &CTX->tp[i];
