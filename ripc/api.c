@@ -381,7 +381,11 @@ static int wait_tx(struct ripc_waiter *w, struct ripc_txreq *req,
 			return RIPC_ETIMEDOUT;
 		}
 		/* The engine (progress thread) posts it as resources free
-		 * up and wakes us; look again at least every millisecond. */
+		 * up and wakes us; look again at least every millisecond.
+		 * An engine asleep on its fds (idle) would not look at the
+		 * queue until something arrives: wake it. */
+		if (CTX->eng.idle)
+			ripc__engine_kick();
 		if (api_sleep(w, NULL,
 			      deadline - now < 1000000 ? deadline - now
 						       : 1000000,

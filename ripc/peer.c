@@ -266,11 +266,16 @@ void ripc__peers_accept(void)
 			    !req[i].addr[tp].len)
 				continue;
 			/* av_insert maps its region while it is alive. */
-			if (ripc__peer_get(tp, req[i].addr[tp].addr,
-					   req[i].addr[tp].len,
-					   req[i].incarnation, &err)) {
+			struct ripc_peer *p = ripc__peer_get(
+				tp, req[i].addr[tp].addr, req[i].addr[tp].len,
+				req[i].incarnation, &err);
+
+			if (p) {
 				ripc__reg_accept_done(req[i].slot1 - 1,
 						      req[i].incarnation);
+				/* Its first message waits for this: if its
+				 * progress sleeps, wake it. */
+				ripc__bell_ring(p);
 				continue;
 			}
 			ripc__log_rl(RIPC_LOG_INFO,
