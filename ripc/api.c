@@ -123,18 +123,18 @@ static int api_sleep(struct ripc_waiter *w, struct ripc_list *on, uint64_t ns,
 
 /* The route to dest, waiting up to RIPC_RESOLVE_TIMEOUT_MS for somebody
  * to register it (the host registry changes, or a resolver answer comes). */
-static int api_resolve(uint16_t dest, struct ripc_route **out)
+static int api_resolve(uint16_t dest, uint64_t now, struct ripc_route **out)
 {
-	uint64_t deadline = ripc__now_ns() + CTX->cfg.resolve_timeout_ns;
+	uint64_t deadline = now + CTX->cfg.resolve_timeout_ns;
 	int err;
 
 	for (;;) {
-		err = ripc__route_get(dest, out);
+		err = ripc__route_get(dest, now, out);
 		if (err != RIPC_ENOSERVICE)
 			return err;
 		if (CTX->shutting_down)
 			return RIPC_ESHUTDOWN;
-		if (ripc__now_ns() >= deadline)
+		if ((now = ripc__now_ns()) >= deadline)
 			break;
 		/* A client's random ID whose process ended on this host: no
 		 * one will register it again, do not wait (a service replying
@@ -431,13 +431,15 @@ static uint8_t api_send(bool is_long, uint16_t src, uint16_t dest,
 		return (uint8_t)ripc__api_leave(RIPC_ENOTOWNER);
 	if (!(w = ripc__waiter_self()))
 		return (uint8_t)ripc__api_leave(RIPC_ENOMEM);
-	CTX->eng.app_active_ns = ripc__now_ns();
-	until = CTX->eng.app_active_ns + CTX->cfg.send_timeout_ns;
+	/* One clock read for the whole call (resolution, route check,
+	 * queue deadline): a read costs about as much as encoding. */
+	a.now = CTX->eng.app_active_ns = ripc__now_ns();
+	until = a.now + CTX->cfg.send_timeout_ns;
 	do {
 		struct ripc_txreq *req = NULL;
 		struct ripc_route *r;
 
-		if ((err = api_resolve(dest, &r)))
+		if ((err = api_resolve(dest, a.now, &r)))
 			break;
 		ripc__expose_new_seq();
 		err = is_long ? ripc__send_long(&a, r, w, &req)
@@ -809,7 +811,7 @@ RIPC_API const char *ripc_transport_of(uint16_t service)
 		ripc__set_err(err);
 		return NULL;
 	}
-	err = api_resolve(service, &r);
+	err = api_resolve(service, ripc__now_ns(), &r);
 	if (!err) {
 		if (!r->mcast)
 			name = ripc__prov_names[r->peer->tp];

@@ -591,13 +591,15 @@ bool ripc__route_current(const struct ripc_route *r)
 	       r->dir_version == ripc__dir_version();
 }
 
-int ripc__route_get(uint16_t dest, struct ripc_route **out)
+int ripc__route_get(uint16_t dest, uint64_t now, struct ripc_route **out)
 {
 	struct ripc_route *r = CTX->route[dest];
 	int err;
 
+	/* verified_ns may be a little later than now (set by another
+	 * thread's look-up since our clock read): that is recent too. */
 	if (r && ripc__route_current(r) &&
-	    ripc__now_ns() - r->verified_ns < ROUTE_RECHECK_NS) {
+	    (int64_t)(now - r->verified_ns) < (int64_t)ROUTE_RECHECK_NS) {
 		*out = r;
 		return RIPC_OK;
 	}

@@ -108,16 +108,21 @@ static void timers(uint64_t now)
 		publish_stats(now);
 }
 
-/* One pass: lock held.  Returns the number of events handled. */
-int ripc__progress(void)
+/* One pass: lock held.  Returns the number of events handled.  clock:
+ * read the clock (run timers, poll cold costly transports) in any case. */
+static int progress_pass(bool clock)
 {
 	struct ripc_engine *g = &CTX->eng;
 	struct ripc_cqe cqe[POLL_BATCH];
-	/* Reading the clock is a good part of an empty poll's cost: only
-	 * when there is something to gate, or every 64 calls for timers. */
-	bool need_now = CTX->ntp > 1 || (++g->poll_calls & 63) == 0 ||
+	/* Reading the clock is a good part of an empty poll's cost: in an
+	 * application thread's spin, every 8th call (64th with one
+	 * transport) and when timers are due.  In between, the last read
+	 * stands in where a rough time does (is a transport hot?). */
+	bool need_now = clock ||
+			(++g->poll_calls & (CTX->ntp > 1 ? 7 : 63)) == 0 ||
 			g->timers_due;
 	uint64_t now = need_now ? ripc__now_ns() : 0;
+	uint64_t approx = now ? (g->clock_ns = now) : g->clock_ns;
 	int total = 0;
 
 	/* Once finalize (or exit) has begun, the transports are not touched
@@ -133,17 +138,19 @@ int ripc__progress(void)
 
 		if (!t->open)
 			continue;
+		/* A costly transport that is cold, beside another: only on
+		 * a call that read the clock, at most every COLD_POLL_NS. */
 		if (t->attr.costly_poll && CTX->ntp > 1 &&
-		    now - t->last_event_ns > HOT_NS && t->tx_inflight == 0 &&
-		    now - t->last_poll_ns < COLD_POLL_NS)
+		    approx - t->last_event_ns > HOT_NS && t->tx_inflight == 0 &&
+		    (!now || now - t->last_poll_ns < COLD_POLL_NS))
 			continue;
-		t->last_poll_ns = now;
+		t->last_poll_ns = approx;
 		for (int round = 0; round < POLL_ROUNDS; round++) {
 			int n = t->ops->poll(t->p, cqe, POLL_BATCH);
 
 			if (n <= 0)
 				break;
-			t->last_event_ns = now;
+			t->last_event_ns = approx;
 			for (int k = 0; k < n; k++)
 				handle_cqe(t, &cqe[k]);
 			total += n;
@@ -172,6 +179,11 @@ int ripc__progress(void)
 		timers(now);
 	}
 	return total;
+}
+
+int ripc__progress(void)
+{
+	return progress_pass(false);
 }
 
 static bool work_pending(void)
@@ -286,7 +298,7 @@ static void *progress_main(void *arg)
 		       (g->nwaiters == 0 &&
 			ripc__now_ns() - g->app_recv_ns < APP_ACTIVE_NS);
 		if (!spin)
-			n = ripc__progress();
+			n = progress_pass(true);
 		if (n > 0) {
 			g->last_traffic_ns = ripc__now_ns();
 			ripc__unlock();
@@ -308,7 +320,7 @@ static void *progress_main(void *arg)
 			 * on; what they sent before is found by this pass. */
 			ripc__bell_arm();
 			armed = true;
-			n = ripc__progress();
+			n = progress_pass(true);
 			if (n > 0) {
 				g->last_traffic_ns = now;
 				ripc__unlock();

@@ -472,6 +472,7 @@ struct ripc_engine {
 	bool idle;                /* the progress thread sleeps for long */
 	struct ripc_stats published; /* as last put in the registry */
 	unsigned poll_calls;
+	uint64_t clock_ns;        /* the last clock read of a progress pass */
 	uint64_t last_resolver_ns;
 	uint64_t stats_published_ns;
 	/* The watchdog thread (transport watchdog ops). */
@@ -645,8 +646,9 @@ static inline void ripc__peer_put(struct ripc_peer *p)
 		p->refs--;
 }
 /* Non-blocking: the route to dest, or RIPC_ENOSERVICE when nobody is
- * known to hold it yet (a query has been sent: wait and ask again). */
-int ripc__route_get(uint16_t dest, struct ripc_route **out);
+ * known to hold it yet (a query has been sent: wait and ask again).  now:
+ * the caller's clock read (a route is re-verified after a second). */
+int ripc__route_get(uint16_t dest, uint64_t now, struct ripc_route **out);
 void ripc__route_drop(uint16_t dest);
 bool ripc__route_current(const struct ripc_route *r);
 int ripc__pick_tp(const struct ripc_reg_proc_info *owner);
@@ -714,6 +716,7 @@ struct ripc_send_args {
 	uint32_t *rlen;
 	uint16_t nr;
 	uint64_t total;
+	uint64_t now; /* the call's clock read: deadlines count from it */
 };
 /* One attempt along route r: RIPC_OK (handed to the transport),
  * RIPC_EINPROGRESS (*req queued for waiter, who waits for it or cancels

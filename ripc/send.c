@@ -51,7 +51,7 @@ static int short_to(struct ripc_peer *peer, uint64_t inc,
 		m.ret_desc = rdesc;
 		m.status = ripc__retbuf_lifetime_ms();
 	}
-	err = ripc__tx_send(peer, &m, ripc__now_ns() + CTX->cfg.send_timeout_ns,
+	err = ripc__tx_send(peer, &m, a->now + CTX->cfg.send_timeout_ns,
 			    waiter, expo, req);
 	if (err && err != RIPC_EINPROGRESS && expo[0])
 		ripc__expose_end_id_quiet(expo[0]);
@@ -73,7 +73,7 @@ static int long_to(struct ripc_peer *peer, uint64_t inc,
 
 	err = ripc__expose(peer, inc, RIPC_EXPO_LONG, a->src, a->dest, a->buf,
 			   a->len, a->n,
-			   ripc__now_ns() + CTX->cfg.long_timeout_ns, desc, &e);
+			   a->now + CTX->cfg.long_timeout_ns, desc, &e);
 	if (err)
 		return err;
 	expo[0] = e->id;
@@ -103,7 +103,7 @@ static int long_to(struct ripc_peer *peer, uint64_t inc,
 		.addr = t->addr,
 	};
 
-	err = ripc__tx_send(peer, &m, ripc__now_ns() + CTX->cfg.send_timeout_ns,
+	err = ripc__tx_send(peer, &m, a->now + CTX->cfg.send_timeout_ns,
 			    waiter, expo, req);
 	if (err && err != RIPC_EINPROGRESS) {
 		ripc__expose_end_id_quiet(expo[0]);
