@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,14 +174,79 @@ uint64_t ripc__proc_starttime(pid_t pid)
 	return start;
 }
 
+/*
+ * Reading /proc/<pid>/stat costs 20-30 us, and a first exchange with a new
+ * process checks it three or four times (the accept, the sender's look-up
+ * when its message arrives, the look-up of its ID for the reply).  A check
+ * that found (pid, starttime) alive is remembered for ALIVE_CACHE_NS (20
+ * ms): within that time kill(pid, 0) alone decides, which notices a
+ * process that is gone and reaped; a zombie (dead, not yet waited for) or
+ * a pid recycled within those 20 ms would pass for the old process, for
+ * at most 20 ms (the kernel hands out pids in order, wrapping at pid_max).
+ */
+#define ALIVE_CACHE 16
+#define ALIVE_CACHE_NS 20000000ull
+
+static struct {
+	pthread_mutex_t lock;
+	unsigned next;
+	struct {
+		pid_t pid;
+		uint64_t starttime, at_ns;
+	} e[ALIVE_CACHE];
+} alive = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static bool alive_cached(pid_t pid, uint64_t starttime, uint64_t now)
+{
+	bool hit = false;
+
+	/* trylock: a child forked while another thread held the lock only
+	 * loses the cache. */
+	if (pthread_mutex_trylock(&alive.lock))
+		return false;
+	for (unsigned i = 0; i < ALIVE_CACHE && !hit; i++)
+		hit = alive.e[i].pid == pid &&
+		      alive.e[i].starttime == starttime &&
+		      now - alive.e[i].at_ns < ALIVE_CACHE_NS;
+	pthread_mutex_unlock(&alive.lock);
+	return hit;
+}
+
+static void alive_note(pid_t pid, uint64_t starttime, uint64_t now)
+{
+	unsigned i;
+
+	if (pthread_mutex_trylock(&alive.lock))
+		return;
+	for (i = 0; i < ALIVE_CACHE; i++)
+		if (alive.e[i].pid == pid)
+			break;
+	if (i == ALIVE_CACHE)
+		i = alive.next++ % ALIVE_CACHE;
+	alive.e[i].pid = pid;
+	alive.e[i].starttime = starttime;
+	alive.e[i].at_ns = now;
+	pthread_mutex_unlock(&alive.lock);
+}
+
 bool ripc__proc_alive(pid_t pid, uint64_t starttime)
 {
+	struct timespec ts;
+	uint64_t now;
+
 	if (pid <= 0)
 		return false;
 	if (kill(pid, 0) < 0 && errno != EPERM)
 		return false;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	if (alive_cached(pid, starttime, now))
+		return true;
 	/* A recycled pid has a different start time. */
-	return ripc__proc_starttime(pid) == starttime;
+	if (ripc__proc_starttime(pid) != starttime)
+		return false;
+	alive_note(pid, starttime, now);
+	return true;
 }
 
 static uint64_t fnv1a(uint64_t h, const void *data, size_t len)

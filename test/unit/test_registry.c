@@ -924,6 +924,40 @@ Test(registry, dead_process_not_alive)
 	cr_assert(!ripc__proc_alive(pid, st));
 }
 
+/* A check that found a process alive is trusted for 20 ms (kill(pid, 0)
+ * alone then): a process that died since and was reaped is dead at once,
+ * one left a zombie is dead once the 20 ms are over. */
+Test(registry, alive_cache_ends)
+{
+	siginfo_t si;
+	uint64_t st;
+	pid_t pid;
+	int fd[2];
+	char b;
+
+	cr_assert_eq(pipe(fd), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		close(fd[1]);
+		while (read(fd[0], &b, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(fd[0]);
+	st = ripc__proc_starttime(pid);
+	cr_assert_neq(st, 0);
+	cr_assert(ripc__proc_alive(pid, st));
+	cr_assert(ripc__proc_alive(pid, st), "second check (cached) differs");
+	cr_assert(!ripc__proc_alive(pid, st + 1), "cache ignores start time");
+	close(fd[1]);
+	/* Dead, but not reaped: a zombie. */
+	cr_assert_eq(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
+	usleep(30000);
+	cr_expect(!ripc__proc_alive(pid, st), "zombie alive after 30 ms");
+	cr_assert_eq(waitpid(pid, NULL, 0), pid);
+}
+
 /*
  * The command name in /proc/<pid>/stat may contain ") " and digits; the
  * start time must still come from the real field 22.  The child reports
