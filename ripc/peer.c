@@ -23,9 +23,7 @@
 #define ROUTE_RECHECK_NS 1000000000ull
 #define PEERS_MAX 4096
 #define MCAST_MAX 256
-/* Same-host peers beyond which (and beyond those left by the last sweep)
- * dead ones are looked for. */
-#define SWEEP_MIN 32u
+#define SWEEP_SLICE_NS 200000ull
 
 static void route_release(struct ripc_route *r);
 
@@ -184,10 +182,12 @@ struct ripc_peer *ripc__peer_get(int tp, const void *addr, size_t len,
 	CTX->inc_hash[inc & 255] = p;
 	if (t->attr.same_host_only) {
 		p->reg_slot1 = same_host_slot1(tp, addr, len, inc);
-		if (t->sweep_at < SWEEP_MIN)
-			t->sweep_at = SWEEP_MIN;
-		if (++t->npeers >= t->sweep_at)
+		if (t->sweep_at < RIPC_SWEEP_MIN)
+			t->sweep_at = RIPC_SWEEP_MIN;
+		if (++t->npeers >= t->sweep_at) {
 			CTX->sweep_due = true;
+			t->last_peer_ns = p->last_used_ns;
+		}
 	} else {
 		t->npeers++;
 	}
@@ -295,14 +295,17 @@ void ripc__peers_accept(void)
  * Routes that lead to such a peer are looked up afresh (they would fail
  * anyway); a peer still used by a transfer waits for the next sweep.
  * Runs from the engine (never inside a route or peer look-up), when a
- * transport's peers reach sweep_at; sweep_at then moves SWEEP_MIN above
+ * transport's peers reach sweep_at; sweep_at then moves RIPC_SWEEP_MIN above
  * what is left, so sweeps are amortised over new peers.
  */
 void ripc__peers_sweep(void)
 {
 	bool dead_any = false, left = false;
+	uint64_t until;
 
 	CTX->sweep_due = false;
+	if (CTX->sweep_reaping)
+		goto reap; /* dead ones are marked: free the next batch */
 	for (unsigned b = 0; b < 256; b++)
 		for (struct ripc_peer *p = CTX->peer_hash[b]; p; p = p->hnext)
 			if (CTX->tp[p->tp].attr.same_host_only) {
@@ -331,6 +334,13 @@ void ripc__peers_sweep(void)
 			r->reg_version = 0;
 		}
 	}
+reap:
+	/* Removing a peer from shm's table unmaps its region: a few hundred
+	 * us each, and a sweep finds dozens.  Free them for at most
+	 * SWEEP_SLICE_NS per pass, so that the message of the new peer
+	 * that made the sweep due is not held up by all of them. */
+	until = ripc__now_ns() + SWEEP_SLICE_NS;
+	CTX->sweep_reaping = false;
 	for (unsigned b = 0; b < 256; b++) {
 		struct ripc_peer *p = CTX->peer_hash[b], *n;
 
@@ -342,16 +352,22 @@ void ripc__peers_sweep(void)
 				left = true;
 				continue;
 			}
+			if (CTX->sweep_reaping)
+				continue;
 			peer_free(p);
 			CTX->stats.peers_reaped++;
+			if (ripc__now_ns() >= until)
+				CTX->sweep_reaping = true; /* more next pass */
 		}
 	}
+	if (CTX->sweep_reaping)
+		CTX->sweep_due = true;
 out:
 	for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
 		struct ripc_tp *t = &CTX->tp[i];
 
 		if (t->attr.same_host_only)
-			t->sweep_at = t->npeers + SWEEP_MIN;
+			t->sweep_at = t->npeers + RIPC_SWEEP_MIN;
 		t->learnt_inc = 0;
 	}
 	/* A transfer still holds a dead peer: look again in a while. */

@@ -108,6 +108,32 @@ static void timers(uint64_t now)
 		publish_stats(now);
 }
 
+/* Forgetting dead peers costs up to a millisecond each (shm unmaps the
+ * region; a sweep finds dozens at a time): done in passes that find
+ * nothing else to do, once no transport has had a completion, nor a new
+ * peer made the sweep due, for SWEEP_QUIET_NS: not in the middle of the
+ * exchange with the new peer; unless the peers have grown another
+ * RIPC_SWEEP_MIN beyond the sweep mark meanwhile. */
+#define SWEEP_QUIET_NS 2000000ull
+
+static bool sweep_may_run(uint64_t now)
+{
+	bool quiet = true;
+
+	for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
+		const struct ripc_tp *t = &CTX->tp[i];
+
+		if (!t->open)
+			continue;
+		if (t->attr.same_host_only &&
+		    t->npeers >= t->sweep_at + RIPC_SWEEP_MIN)
+			return true;
+		quiet &= now - t->last_event_ns > SWEEP_QUIET_NS &&
+			 (int64_t)(now - t->last_peer_ns) > (int64_t)SWEEP_QUIET_NS;
+	}
+	return quiet;
+}
+
 /* One pass: lock held.  Returns the number of events handled.  clock:
  * read the clock (run timers, poll cold costly transports) in any case. */
 static int progress_pass(bool clock)
@@ -160,7 +186,7 @@ static int progress_pass(bool clock)
 		if (t->rx_posted < CTX->cfg.rx_depth && !CTX->shutting_down)
 			ripc__replenish(t);
 	}
-	if (CTX->sweep_due)
+	if (CTX->sweep_due && total == 0 && sweep_may_run(approx))
 		ripc__peers_sweep();
 	if (!ripc_list_empty(&CTX->pl.readq) ||
 	    !ripc_list_empty(&CTX->pl.read_retry))
@@ -189,7 +215,7 @@ int ripc__progress(void)
 static bool work_pending(void)
 {
 	return CTX->ex.nlive || ripc__pull_pending() || ripc__tx_pending() ||
-	       ripc__retbuf_pending();
+	       ripc__retbuf_pending() || CTX->sweep_due;
 }
 
 /* After a ppoll on pfd[0] = wake_fd, pfd[1..n-1] = the resolver's

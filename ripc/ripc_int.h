@@ -210,6 +210,10 @@ struct ripc_mem {
 
 /* ---- transports and peers ------------------------------------------- */
 
+/* Same-host peers beyond which (and beyond those left by the last sweep)
+ * dead ones are looked for (ripc__peers_sweep). */
+#define RIPC_SWEEP_MIN 32u
+
 struct ripc_tp {
 	int id; /* enum ripc_prov_id */
 	bool open;
@@ -225,6 +229,7 @@ struct ripc_tp {
 	uint64_t last_poll_ns;
 	unsigned npeers;        /* peers on this transport */
 	unsigned sweep_at;      /* same-host: look for dead peers at npeers */
+	uint64_t last_peer_ns;  /* same-host: the peer that made a sweep due */
 	uint64_t learnt_inc;    /* same-host: last sender known to be a peer */
 };
 
@@ -513,6 +518,7 @@ struct ripc_ctx {
 	uint64_t unknown_inc[32];
 	unsigned unknown_next;
 	bool sweep_due;          /* ripc__peers_sweep() from the engine */
+	bool sweep_reaping;      /* marked dead peers are still to be freed */
 	uint32_t accept_seen;    /* registry accept requests looked at */
 	/* Processes found without shm room lately (peer.c same_host_room):
 	 * asked again only after a while, so that many clients falling
