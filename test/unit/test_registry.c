@@ -896,11 +896,11 @@ Test(registry, starttime_and_alive)
 	cr_assert(ripc__proc_alive(1, ripc__proc_starttime(1)));
 }
 
-Test(registry, dead_process_not_alive)
+/* A child that lives until *release is closed; its pid. */
+static pid_t waiting_child(int *release)
 {
-	uint64_t st;
-	pid_t pid;
 	int fd[2];
+	pid_t pid;
 	char b;
 
 	cr_assert_eq(pipe(fd), 0);
@@ -913,12 +913,23 @@ Test(registry, dead_process_not_alive)
 		_exit(0);
 	}
 	close(fd[0]);
+	*release = fd[1];
+	return pid;
+}
+
+Test(registry, dead_process_not_alive)
+{
+	uint64_t st;
+	pid_t pid;
+	int release;
+
+	pid = waiting_child(&release);
 	st = ripc__proc_starttime(pid);
 	cr_assert_neq(st, 0);
 	cr_assert_geq(st, ripc__proc_starttime(getpid()),
 		      "child started before its parent");
 	cr_assert(ripc__proc_alive(pid, st));
-	close(fd[1]);
+	close(release);
 	cr_assert_eq(waitpid(pid, NULL, 0), pid);
 	/* Gone (or, if the pid was recycled already, someone else). */
 	cr_assert(!ripc__proc_alive(pid, st));
@@ -932,25 +943,15 @@ Test(registry, alive_cache_ends)
 	siginfo_t si;
 	uint64_t st;
 	pid_t pid;
-	int fd[2];
-	char b;
+	int release;
 
-	cr_assert_eq(pipe(fd), 0);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		close(fd[1]);
-		while (read(fd[0], &b, 1) > 0)
-			;
-		_exit(0);
-	}
-	close(fd[0]);
+	pid = waiting_child(&release);
 	st = ripc__proc_starttime(pid);
 	cr_assert_neq(st, 0);
 	cr_assert(ripc__proc_alive(pid, st));
 	cr_assert(ripc__proc_alive(pid, st), "second check (cached) differs");
 	cr_assert(!ripc__proc_alive(pid, st + 1), "cache ignores start time");
-	close(fd[1]);
+	close(release);
 	/* Dead, but not reaped: a zombie. */
 	cr_assert_eq(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
 	usleep(30000);
