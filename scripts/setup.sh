@@ -69,7 +69,7 @@ PKGS=(gcc g++ make autoconf automake libtool pkg-config
       libfabric-dev libfabric-bin libhwloc-dev libcriterion-dev
       groff-base man-db iproute2 procps gnuplot-nox valgrind
       clang libclang-rt-14-dev zookeeper libzookeeper-mt-dev
-      libzmq3-dev libnng-dev ucx-utils)
+      libzmq3-dev libnng-dev ucx-utils gdb)
 
 do_deps() {
 	local missing=()

@@ -66,6 +66,25 @@ rand() { echo $((RANDOM % ($2 - $1 + 1) + $1)); } # rand lo hi
 
 shm_cleanup() { rm -f "/dev/shm/$1:"* 2>/dev/null; }
 
+# backtrace pid why: every thread's stack of a process that overstays or
+# stops answering, before it is killed, so that a rare failure leaves
+# evidence.  Written to a file that outlives the case's directory
+# (/tmp/ripc-lifecycle-bt.PID.txt, its path on stderr with the first
+# frames); needs gdb (scripts/setup.sh installs it), skipped without.
+backtrace() {
+	local pid=$1 why=$2 f=/tmp/ripc-lifecycle-bt.$1.txt
+	command -v gdb >/dev/null || return 0
+	kill -0 "$pid" 2>/dev/null || return 0
+	{
+		echo "# $why: pid $pid, $(date -u +%FT%TZ)"
+		timeout 30 gdb -p "$pid" -batch -nx \
+			-ex 'set pagination off' -ex 'thread apply all bt 12' \
+			2>&1 | grep -E '^(Thread|#)'
+	} >"$f"
+	echo "lifecycle.sh: $why: backtrace of $pid in $f" >&2
+	grep -E '^(Thread|#[0-5] )' "$f" | head -n 40 >&2
+}
+
 # wait_gone pid ms -> 0 if it ended within ms (reaped), else kills it.
 wait_gone() {
 	local pid=$1 limit=$2 t0
@@ -77,6 +96,7 @@ wait_gone() {
 		fi
 		if [ $(($(now_ms) - t0)) -ge "$limit" ]; then
 			kill -CONT "$pid" 2>/dev/null
+			backtrace "$pid" "still running $limit ms"
 			kill -KILL "$pid" 2>/dev/null
 			wait "$pid" 2>/dev/null
 			return 1
@@ -128,6 +148,7 @@ finish_server() { # dir prov -> 0 ok
 	elif ! (cd "$dir" && run_bounded 20 "$prog" -p "$prov" -x traffic \
 			-S 300 "$srv_id" >>"$dir/check.log" 2>&1); then
 		echo "server no longer answers"; tail -n 3 "$dir/check.log"; rc=1
+		backtrace "$srv_pid" "server no longer answers"
 	fi
 	kill -TERM "$srv_pid" 2>/dev/null
 	if ! wait_gone "$srv_pid" $((1000 * slow)); then
