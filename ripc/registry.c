@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,6 +31,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -178,74 +180,103 @@ uint64_t ripc__proc_starttime(pid_t pid)
  * Reading /proc/<pid>/stat costs 20-30 us, and a first exchange with a new
  * process checks it three or four times (the accept, the sender's look-up
  * when its message arrives, the look-up of its ID for the reply).  A check
- * that found (pid, starttime) alive is remembered for ALIVE_CACHE_NS (20
- * ms): within that time kill(pid, 0) alone decides, which notices a
- * process that is gone and reaped; a zombie (dead, not yet waited for) or
- * a pid recycled within those 20 ms would pass for the old process, for
- * at most 20 ms (the kernel hands out pids in order, wrapping at pid_max).
+ * that found (pid, starttime) alive keeps a pidfd of that process
+ * (pidfd_open(2)); later checks poll it, which costs a microsecond and is
+ * exact: a pidfd becomes readable when its process ends, zombie included,
+ * and it keeps naming the process it was opened for even if the pid is
+ * recycled.  (An earlier cache that trusted kill(pid, 0) for 20 ms let a
+ * zombie pass for alive, and a service replied into clients that had just
+ * been killed.)  ALIVE_CACHE pidfds at most, the least recently opened
+ * one closed first, and one closed as soon as its process is found gone;
+ * without pidfd_open (ENOSYS, EMFILE...) every check reads /proc.
  */
-#define ALIVE_CACHE 16
-#define ALIVE_CACHE_NS 20000000ull
+#define ALIVE_CACHE 4
 
 static struct {
 	pthread_mutex_t lock;
 	unsigned next;
 	struct {
-		pid_t pid;
-		uint64_t starttime, at_ns;
+		pid_t pid; /* 0: free */
+		int fd;
+		uint64_t starttime;
 	} e[ALIVE_CACHE];
 } alive = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static bool alive_cached(pid_t pid, uint64_t starttime, uint64_t now)
+/* 1 alive, 0 gone, -1 not cached (or the cache is busy). */
+static int alive_cached(pid_t pid, uint64_t starttime)
 {
-	bool hit = false;
+	int ret = -1;
 
 	/* trylock: a child forked while another thread held the lock only
 	 * loses the cache. */
 	if (pthread_mutex_trylock(&alive.lock))
-		return false;
-	for (unsigned i = 0; i < ALIVE_CACHE && !hit; i++)
-		hit = alive.e[i].pid == pid &&
-		      alive.e[i].starttime == starttime &&
-		      now - alive.e[i].at_ns < ALIVE_CACHE_NS;
+		return -1;
+	for (unsigned i = 0; i < ALIVE_CACHE; i++) {
+		struct pollfd pfd = { .fd = alive.e[i].fd, .events = POLLIN };
+
+		if (alive.e[i].pid != pid || alive.e[i].starttime != starttime)
+			continue;
+		if (poll(&pfd, 1, 0) < 0 || (pfd.revents & POLLNVAL)) {
+			/* Closed behind our back: forget it, do not close
+			 * a number that may be somebody else's now. */
+			alive.e[i].pid = 0;
+			break;
+		}
+		ret = !(pfd.revents & (POLLIN | POLLHUP | POLLERR));
+		if (!ret) {
+			close(alive.e[i].fd);
+			alive.e[i].pid = 0;
+		}
+		break;
+	}
 	pthread_mutex_unlock(&alive.lock);
-	return hit;
+	return ret;
 }
 
-static void alive_note(pid_t pid, uint64_t starttime, uint64_t now)
+/* Keeps fd (a pidfd of pid, found alive with starttime) or closes it. */
+static void alive_note(pid_t pid, uint64_t starttime, int fd)
 {
 	unsigned i;
 
-	if (pthread_mutex_trylock(&alive.lock))
+	if (pthread_mutex_trylock(&alive.lock)) {
+		close(fd);
 		return;
+	}
 	for (i = 0; i < ALIVE_CACHE; i++)
-		if (alive.e[i].pid == pid)
+		if (!alive.e[i].pid)
 			break;
-	if (i == ALIVE_CACHE)
+	if (i == ALIVE_CACHE) {
 		i = alive.next++ % ALIVE_CACHE;
+		close(alive.e[i].fd);
+	}
 	alive.e[i].pid = pid;
+	alive.e[i].fd = fd;
 	alive.e[i].starttime = starttime;
-	alive.e[i].at_ns = now;
 	pthread_mutex_unlock(&alive.lock);
 }
 
 bool ripc__proc_alive(pid_t pid, uint64_t starttime)
 {
-	struct timespec ts;
-	uint64_t now;
+	int fd, hit;
 
 	if (pid <= 0)
 		return false;
+	hit = alive_cached(pid, starttime);
+	if (hit >= 0)
+		return hit;
 	if (kill(pid, 0) < 0 && errno != EPERM)
 		return false;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	if (alive_cached(pid, starttime, now))
-		return true;
+	/* Opened before the start time is read: if the start time matches,
+	 * the pidfd names that very process. */
+	fd = (int)syscall(SYS_pidfd_open, pid, 0);
 	/* A recycled pid has a different start time. */
-	if (ripc__proc_starttime(pid) != starttime)
+	if (ripc__proc_starttime(pid) != starttime) {
+		if (fd >= 0)
+			close(fd);
 		return false;
-	alive_note(pid, starttime, now);
+	}
+	if (fd >= 0)
+		alive_note(pid, starttime, fd);
 	return true;
 }
 
