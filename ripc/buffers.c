@@ -459,7 +459,9 @@ int ripc__replenish(struct ripc_tp *t)
 #define LIBBUF_CACHE_BYTES (256ul << 20)
 #define LIBBUF_CACHE_ITEM (64ul << 20)
 
-static void *libbuf_from_cache(size_t mlen)
+/* app: for ripc_buf_alloc, which promises zeroed memory: the buffer is
+ * cleared.  A pull overwrites what it is given. */
+static void *libbuf_from_cache(size_t mlen, bool app)
 {
 	struct ripc_mem *m = &CTX->mem;
 	struct ripc_lreg *r;
@@ -478,6 +480,8 @@ static void *libbuf_from_cache(size_t mlen)
 	m->libbuf_cache[best] = NULL;
 	m->libbuf_cached_bytes -= r->map_len;
 	r->from_alloc = true;
+	if (app)
+		memset(r->base, 0, r->map_len);
 	return r->base;
 }
 
@@ -508,7 +512,7 @@ void *ripc__libbuf_alloc(size_t len, bool pull_mem)
 	void *p;
 	int err;
 
-	if ((p = libbuf_from_cache(mlen))) {
+	if ((p = libbuf_from_cache(mlen, !pull_mem))) {
 		r = ripc__lreg_alloc_of(p);
 	} else {
 		p = map_pages(mlen);

@@ -180,6 +180,24 @@ Test(core, limits)
 	cr_assert_eq(ripc_limit((enum ripc_limit)999), 0);
 }
 
+Test(core, buf_alloc_zeroed_after_reuse)
+{
+	uint8_t *p;
+
+	need_lib();
+	/* A freed buffer is kept for reuse; handed out again it must still
+	 * be "filled with zeros" (ripc_buf_alloc(3)). */
+	for (int i = 0; i < 3; i++) {
+		p = ripc_buf_alloc(1 << 20);
+		cr_assert_not_null(p);
+		for (size_t k = 0; k < (1 << 20); k += 4096)
+			cr_assert_eq(p[k] | p[k + 4095], 0,
+				     "round %d: byte %zu not zero", i, k);
+		memset(p, 0xa5, 1 << 20);
+		ripc_buf_free(p);
+	}
+}
+
 Test(core, buf_alloc_realloc_free)
 {
 	uint8_t *p, *q, stack[16];
