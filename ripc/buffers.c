@@ -459,18 +459,22 @@ int ripc__replenish(struct ripc_tp *t)
 #define LIBBUF_CACHE_BYTES (256ul << 20)
 #define LIBBUF_CACHE_ITEM (64ul << 20)
 
-/* app: for ripc_buf_alloc, which promises zeroed memory: the buffer is
- * cleared.  A pull overwrites what it is given. */
+/* app: for ripc_buf_alloc, which promises zeroed memory and huge pages
+ * from 2 MiB (see ripc__loc_alloc_huge): the buffer is cleared, and only
+ * a 2 MiB-aligned one will do, advised again (a library buffer for a pull
+ * was not).  A pull overwrites what it is given. */
 static void *libbuf_from_cache(size_t mlen, bool app)
 {
 	struct ripc_mem *m = &CTX->mem;
 	struct ripc_lreg *r;
 	int best = -1;
+	bool huge = app && mlen >= (2ul << 20);
 
 	for (int i = 0; i < RIPC_LIBBUF_CACHE; i++) {
 		r = m->libbuf_cache[i];
 		/* Big enough, and not more than twice what is needed. */
 		if (r && r->map_len >= mlen && r->map_len <= 2 * mlen &&
+		    (!huge || (uintptr_t)r->base % (2ul << 20) == 0) &&
 		    (best < 0 || r->map_len < m->libbuf_cache[best]->map_len))
 			best = i;
 	}
@@ -480,6 +484,8 @@ static void *libbuf_from_cache(size_t mlen, bool app)
 	m->libbuf_cache[best] = NULL;
 	m->libbuf_cached_bytes -= r->map_len;
 	r->from_alloc = true;
+	if (huge)
+		(void)madvise(r->base, r->map_len, MADV_HUGEPAGE);
 	if (app)
 		memset(r->base, 0, r->map_len);
 	return r->base;
@@ -515,7 +521,9 @@ void *ripc__libbuf_alloc(size_t len, bool pull_mem)
 	if ((p = libbuf_from_cache(mlen, !pull_mem))) {
 		r = ripc__lreg_alloc_of(p);
 	} else {
-		p = map_pages(mlen);
+		/* ripc_buf_alloc: the application's memory, often what it
+		 * sends long (read by the peer); huge pages from 2 MiB. */
+		p = pull_mem ? map_pages(mlen) : ripc__loc_alloc_huge(mlen);
 		if (!p)
 			return NULL;
 		r = ripc__lreg_add(p, mlen, &err);

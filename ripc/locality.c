@@ -541,18 +541,34 @@ const struct ripc_loc_place *ripc__loc_current(void)
 	return &g.place;
 }
 
-void *ripc__loc_alloc(size_t len)
+#define HUGE_SIZE (2ul << 20)
+
+static void *loc_alloc(size_t len, bool huge)
 {
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-	void *p;
+	uint8_t *p;
 
 	len = (len + pg - 1) & ~(pg - 1);
 	if (!len)
 		len = pg;
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+	huge = huge && len >= HUGE_SIZE;
+	p = mmap(NULL, huge ? len + HUGE_SIZE : len, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
+	if (huge) {
+		/* Keep the 2 MiB-aligned len bytes, give back the rest. */
+		uint8_t *a = (uint8_t *)(((uintptr_t)p + HUGE_SIZE - 1) &
+					 ~(uintptr_t)(HUGE_SIZE - 1));
+
+		if (a > p)
+			munmap(p, (size_t)(a - p));
+		if (HUGE_SIZE - (size_t)(a - p))
+			munmap(a + len, HUGE_SIZE - (size_t)(a - p));
+		p = a;
+		/* Only advice: without THP (or with it off) nothing changes. */
+		(void)madvise(p, len, MADV_HUGEPAGE);
+	}
 	/* Before the first touch, so the pages are born on the node.  Not
 	 * HWLOC_MEMBIND_STRICT: a full node should not make us fail. */
 	if (g.nodeset &&
@@ -563,6 +579,16 @@ void *ripc__loc_alloc(size_t len)
 			     "locality: cannot bind memory to node %d: %s",
 			     g.place.node, strerror(errno));
 	return p;
+}
+
+void *ripc__loc_alloc(size_t len)
+{
+	return loc_alloc(len, false);
+}
+
+void *ripc__loc_alloc_huge(size_t len)
+{
+	return loc_alloc(len, true);
 }
 
 int ripc__loc_bind_thread(pthread_t th)

@@ -180,6 +180,54 @@ Test(core, limits)
 	cr_assert_eq(ripc_limit((enum ripc_limit)999), 0);
 }
 
+/* The VmFlags line of the mapping that starts at p (/proc/self/smaps). */
+static bool vma_flags(const void *p, char *flags, size_t len)
+{
+	char line[512], start[32];
+	bool found = false;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	if (!f)
+		return false;
+	snprintf(start, sizeof(start), "%lx-", (unsigned long)(uintptr_t)p);
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, start, strlen(start)))
+			found = true;
+		else if (found && !strncmp(line, "VmFlags:", 8)) {
+			snprintf(flags, len, "%s", line + 8);
+			break;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+Test(core, buf_alloc_huge_pages)
+{
+	char flags[256] = "";
+	uint8_t *p, *q;
+
+	need_lib();
+	/* From 2 MiB: aligned to 2 MiB and advised for huge pages. */
+	p = ripc_buf_alloc(5 << 20);
+	cr_assert_not_null(p);
+	cr_assert_eq((uintptr_t)p % (2u << 20), 0, "%p not 2 MiB-aligned",
+		     (void *)p);
+	cr_assert(vma_flags(p, flags, sizeof(flags)), "no mapping at %p",
+		  (void *)p);
+	cr_expect(strstr(flags, " hg"), "not MADV_HUGEPAGE: %s", flags);
+	fill(p, 5 << 20, 3); /* all of it is ours */
+	cr_assert(check_fill(p, 5 << 20, 3));
+	/* Below 2 MiB: plain pages. */
+	q = ripc_buf_alloc(100000);
+	cr_assert_not_null(q);
+	if (vma_flags(q, flags, sizeof(flags)))
+		cr_expect(!strstr(flags, " hg"), "small buffer advised: %s",
+			  flags);
+	ripc_buf_free(q);
+	ripc_buf_free(p);
+}
+
 Test(core, buf_alloc_zeroed_after_reuse)
 {
 	uint8_t *p;
