@@ -25,6 +25,8 @@
 #                   flight (the floor of libripc's long send)
 #   fi_rdm_pullreg  the same, registering the sender's buffer per message
 #                   as libripc must (fresh key per long send)
+#   fi_rdm_pullhuge fi_rdm_pull from a sender's buffer on huge pages
+#                   (raw/fi_rma_bench -H), as ripc_buf_alloc gives from 2 MiB
 #   fi_rdm_read     raw/fi_rma_bench: READ_WINDOW fi_reads in flight
 #                   (the provider's RDMA-read ceiling)
 # then (issues 3 and 6), for each provider:
@@ -442,7 +444,7 @@ step_ripc_bw() { # PROV NAME WINDOW MODE [VAR=VALUE...]: environment of both sid
 	stop_srv
 }
 
-step_raw() { # PROV: latency, read bandwidth and pull protocol, then pullreg
+step_raw() { # PROV: latency, read bandwidth and pull protocol, pullreg, pullhuge
 	local p=$1 port
 	port=$(free_port)
 	srv raw "$RAW/fi_rma_bench" -p "$p" -s -P "$port" -T "$PROC_LIMIT" \
@@ -455,6 +457,12 @@ step_raw() { # PROV: latency, read bandwidth and pull protocol, then pullreg
 	srv raw "$RAW/fi_rma_bench" -p "$p" -s -P "$port" -T "$PROC_LIMIT" \
 		-R "" -U "$(csv $BW_SIZES)"
 	cli rawc "$RAW/fi_rma_bench" -p "$p" -P "$port" -T "$PROC_LIMIT" -K \
+		-t "$BW_SEC" -X "$p" -L "" -R "" -U "$(csv $BW_SIZES)"
+	stop_srv
+	port=$(free_port)
+	srv raw "$RAW/fi_rma_bench" -p "$p" -s -P "$port" -T "$PROC_LIMIT" \
+		-R "" -U "$(csv $BW_SIZES)"
+	cli rawc "$RAW/fi_rma_bench" -p "$p" -P "$port" -T "$PROC_LIMIT" -H \
 		-t "$BW_SEC" -X "$p" -L "" -R "" -U "$(csv $BW_SIZES)"
 	stop_srv
 	port=$(free_port)
@@ -997,7 +1005,7 @@ targets_12_14() {
 		for z in 65536 1048576 4194304 16777216; do
 			a="libripc $p $z bw_MBps" b="fi_rdm_pull $p $z bw_MBps"
 			[ -n "${MED[$a]:-}" ] && [ -n "${MED[$b]:-}" ] &&
-				lines+=("* $p long send $(hsize "$z"): $(ratio "$a" "$b") of raw fi_rdm_pull ($(verdict "$a" "$b" 0.90) the 0.90x target)")
+				lines+=("* $p long send $(hsize "$z"): $(ratio "$a" "$b") of raw fi_rdm_pull ($(verdict "$a" "$b" 0.90) the 0.90x target)$([ -n "${MED[fi_rdm_pullhuge $p $z bw_MBps]:-}" ] && echo "; $(ratio "$a" "fi_rdm_pullhuge $p $z bw_MBps") of the raw pull from huge pages")")
 		done
 		pi=ipc
 		[ "$p" = tcp ] && pi=tcp
@@ -1054,7 +1062,7 @@ if [ "$PLOTS" = 1 ] && command -v gnuplot > /dev/null; then
 	}
 	bw_plot() {
 		local p=$1 cmd="" s
-		for s in libripc libripc_spin "libripc_w$BW_WINDOW" libripc_libbuf fi_rdm_pull fi_rdm_pullreg fi_rdm_read; do
+		for s in libripc libripc_spin "libripc_w$BW_WINDOW" libripc_libbuf fi_rdm_pull fi_rdm_pullreg fi_rdm_pullhuge fi_rdm_read; do
 			cmd+=$(series "$s" "$p" bw_MBps err)
 		done
 		[ "$p" = tcp ] && cmd+=$(series tcp_socket tcp bw_MBps line)
@@ -1300,7 +1308,12 @@ file.  Source: git $GIT_REV, $GIT_DIRTY uncommitted file(s) in ripc/ prov/ inclu
   protocol on raw libfabric (descriptor message, \`fi_read\` in 8 MiB chunks,
   8-byte DONE; one in flight) — the floor of libripc's long send.
   \`fi_rdm_pullreg\`: that, plus registering the sender's buffer with a fresh
-  key per message as libripc's security rule requires.  \`fi_rdm_read\`:
+  key per message as libripc's security rule requires.
+  \`fi_rdm_pullhuge\`: \`fi_rdm_pull\` from a sender's buffer on transparent
+  huge pages (2 MiB-aligned, MADV_HUGEPAGE), which is what
+  \`ripc_buf_alloc\` gives from 2 MiB (libripc's benchmark buffers come
+  from it); over shm the pull is a process_vm_readv of the sender's
+  memory, faster from huge pages.  \`fi_rdm_read\`:
   $READ_WINDOW \`fi_read\`s in flight on one registered buffer — the provider's
   RDMA-read ceiling, not a protocol.
 * Peers (tcp tables): \`fi_pingpong tcp-msg\` = libfabric's tool on a tcp
@@ -1418,8 +1431,8 @@ EOF
 		echo
 		echo "## $p: long-send bandwidth, MB/s"
 		echo
-		hdr="| size | libripc | raw fi_rdm_pull | ratio | raw fi_rdm_pullreg | ratio | libripc_spin | libripc_w$BW_WINDOW | libripc_libbuf | raw fi_rdm_read (W=$READ_WINDOW) |"
-		sep="|---|---|---|---|---|---|---|---|---|---|"
+		hdr="| size | libripc | raw fi_rdm_pull | ratio | raw fi_rdm_pullreg | ratio | raw fi_rdm_pullhuge | ratio | libripc_spin | libripc_w$BW_WINDOW | libripc_libbuf | raw fi_rdm_read (W=$READ_WINDOW) |"
+		sep="|---|---|---|---|---|---|---|---|---|---|---|---|"
 		if [ "$p" = tcp ]; then
 			hdr+=" tcp_socket stream |"
 			sep+="---|"
@@ -1430,6 +1443,7 @@ EOF
 			a="libripc $p $z bw_MBps"
 			row="| $(hsize "$z") | $(cell "$a") | $(cell "fi_rdm_pull $p $z bw_MBps") | $(ratio "$a" "fi_rdm_pull $p $z bw_MBps")"
 			row+=" | $(cell "fi_rdm_pullreg $p $z bw_MBps") | $(ratio "$a" "fi_rdm_pullreg $p $z bw_MBps")"
+			row+=" | $(cell "fi_rdm_pullhuge $p $z bw_MBps") | $(ratio "$a" "fi_rdm_pullhuge $p $z bw_MBps")"
 			row+=" | $(cell "libripc_spin $p $z bw_MBps") | $(cell "libripc_w$BW_WINDOW $p $z bw_MBps") | $(cell "libripc_libbuf $p $z bw_MBps") | $(cell "fi_rdm_read $p $z bw_MBps") |"
 			[ "$p" = tcp ] && row+=" $(cell "tcp_socket tcp $z bw_MBps") |"
 			echo "$row"

@@ -48,6 +48,10 @@
  *   -K        with -U: register the client's buffer for every message
  *             (fresh key, closed after DONE), as libripc's long send
  *             does; prints <prefix>_pullreg.
+ *   -H        with -U: the client's buffer 2 MiB-aligned and advised
+ *             MADV_HUGEPAGE, as libripc's ripc_buf_alloc() makes it from
+ *             2 MiB (shm reads it with process_vm_readv, faster from huge
+ *             pages); prints <prefix>_pullhuge.
  *   -G        ping-pong with a gather copy: both sides memcpy the payload
  *             into their send buffer before every send, as libripc's
  *             short send gathers its items into a bounce buffer.  Fresh
@@ -58,6 +62,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sys/mman.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -87,7 +92,8 @@ struct pull_req { uint32_t magic, pad; uint64_t addr, key, len; };
 
 static struct {
 	const char *prov, *addr, *sys, *tr, *lat_sizes, *rd_sizes, *pull_sizes;
-	int port, server, verbose, window, timeout, median, pull_reg, gather;
+	int port, server, verbose, window, timeout, median, pull_reg, gather,
+	    pull_huge;
 	long lat_iters;
 	double max_sec;
 	size_t rd_bytes, chunk;
@@ -419,7 +425,12 @@ static int cmp_double(const void *a, const void *b)
 static void run_pull_client(char *rx, struct fid_mr *rx_mr, size_t msg_max)
 {
 	size_t max = max_of(opt.pull_sizes);
-	char *src = aligned_alloc(4096, max);
+	size_t huge = 2ul << 20, alen = (max + huge - 1) / huge * huge;
+	char *src = opt.pull_huge ? aligned_alloc(huge, alen)
+				  : aligned_alloc(4096, max);
+
+	if (opt.pull_huge && src)
+		madvise(src, alen, MADV_HUGEPAGE);
 	struct fid_mr *mr = NULL;
 	uint64_t key = 0x10000;
 	char *list = strdup(opt.pull_sizes), *tok, *save;
@@ -458,7 +469,8 @@ static void run_pull_client(char *rx, struct fid_mr *rx_mr, size_t msg_max)
 			}
 		}
 		printf("%s_%s %s %zu bw_MBps %.2f MBps\n", opt.sys,
-		       opt.pull_reg ? "pullreg" : "pull", opt.tr, sz,
+		       opt.pull_reg ? "pullreg" : opt.pull_huge ? "pullhuge" : "pull",
+		       opt.tr, sz,
 		       (double)sz * (i - warm) / (now() - t0) / 1e6);
 		fflush(stdout);
 	}
@@ -633,7 +645,8 @@ static void usage(const char *p)
 		"  -t  seconds per size (1.0)   -T  hard time limit, s (60)\n"
 		"  -S  system prefix (fi_rdm)   -X transport label   -v  verbose to stderr\n"
 		"  -M  median latency   -U  pull sizes ('' skips)   -K  register per pull\n"
-		"  -C  largest read of a pull (8 MiB)   -G  copy the payload before each send\n", p);
+		"  -C  largest read of a pull (8 MiB)   -G  copy the payload before each send\n"
+		"  -H  pull from a huge-page buffer\n", p);
 	exit(2);
 }
 
@@ -644,7 +657,7 @@ int main(int argc, char **argv)
 	char name[256], peer_name[256];
 	uint64_t len;
 
-	while ((c = getopt(argc, argv, "p:sa:P:L:R:n:W:t:T:S:X:vhMU:KC:G")) != -1) {
+	while ((c = getopt(argc, argv, "p:sa:P:L:R:n:W:t:T:S:X:vhMU:KC:GH")) != -1) {
 		switch (c) {
 		case 'p': opt.prov = optarg; break;
 		case 's': opt.server = 1; break;
@@ -662,6 +675,7 @@ int main(int argc, char **argv)
 		case 'M': opt.median = 1; break;
 		case 'U': opt.pull_sizes = optarg; break;
 		case 'K': opt.pull_reg = 1; break;
+		case 'H': opt.pull_huge = 1; break;
 		case 'C': opt.chunk = atol(optarg); break;
 		case 'G': opt.gather = 1; break;
 		default: usage(argv[0]);
