@@ -451,6 +451,25 @@ static bool lock_within(uint64_t ns)
 }
 
 /*
+ * stdout and stderr flushed before _exit(), each only if its lock can be
+ * had.  Not fflush(NULL): it takes the lock of every open stream, and the
+ * interrupted code may be inside one (libfabric reads /proc/kallsyms with
+ * getline() during fi_getinfo for ~0.15 s; SIGTERM there deadlocked the
+ * exit: lifecycle sigterm -p tcp, once in ~840 runs).
+ */
+static void flush_std_streams(void)
+{
+	FILE *const streams[] = { stdout, stderr };
+
+	for (size_t i = 0; i < sizeof(streams) / sizeof(streams[0]); i++) {
+		if (ftrylockfile(streams[i]))
+			continue;
+		fflush_unlocked(streams[i]);
+		funlockfile(streams[i]);
+	}
+}
+
+/*
  * Registered with on_exit() at the first initialisation.  exit() may run
  * in any thread, also from a signal handler that interrupted a thread
  * inside the library: Debian's libfabric loads libinfinipath, whose
@@ -471,25 +490,6 @@ static bool lock_within(uint64_t ns)
  *  - the lock cannot be had within 200 ms: nothing is done, and the
  *    `exiting` flag keeps the progress thread out of libfabric.
  */
-/*
- * stdout and stderr flushed before _exit(), each only if its lock can be
- * had.  Not fflush(NULL): it takes the lock of every open stream, and the
- * interrupted code may be inside one (libfabric reads /proc/kallsyms with
- * getline() during fi_getinfo for ~0.15 s; SIGTERM there deadlocked the
- * exit, lifecycle sigterm -p tcp, 1 in ~300 runs).
- */
-static void flush_std_streams(void)
-{
-	FILE *const streams[] = { stdout, stderr };
-
-	for (size_t i = 0; i < sizeof(streams) / sizeof(streams[0]); i++) {
-		if (ftrylockfile(streams[i]))
-			continue;
-		fflush_unlocked(streams[i]);
-		funlockfile(streams[i]);
-	}
-}
-
 static void exit_handler(int status, void *arg)
 {
 	unsigned mine = ripc__tls_calls;

@@ -187,7 +187,7 @@ const struct ripc_loc_place *ripc__loc_current(void);
  * outlive (ripc_buf_free after ripc_finalize).  NULL on failure. */
 void *ripc__loc_alloc(size_t len);
 
-/* As ripc__loc_alloc, and from RIPC_HUGE_MIN (2 MiB) up aligned to 2 MiB
+/* As ripc__loc_alloc, and from 2 MiB up aligned to 2 MiB
  * and advised for transparent huge pages (MADV_HUGEPAGE), for memory that
  * peers read with RDMA: shm's reads go through process_vm_readv(2), which
  * walks the pages of the memory it reads from, 2-4x faster over huge

@@ -453,18 +453,16 @@ step_raw() { # PROV: latency, read bandwidth and pull protocol, pullreg, pullhug
 		-n "$LAT_ITERS" -t "$LAT_SEC" -W "$READ_WINDOW" -X "$p" \
 		-L "$(csv $LAT_SIZES)" -R "$(csv $BW_SIZES)" -U "$(csv $BW_SIZES)"
 	stop_srv
-	port=$(free_port)
-	srv raw "$RAW/fi_rma_bench" -p "$p" -s -P "$port" -T "$PROC_LIMIT" \
-		-R "" -U "$(csv $BW_SIZES)"
-	cli rawc "$RAW/fi_rma_bench" -p "$p" -P "$port" -T "$PROC_LIMIT" -K \
-		-t "$BW_SEC" -X "$p" -L "" -R "" -U "$(csv $BW_SIZES)"
-	stop_srv
-	port=$(free_port)
-	srv raw "$RAW/fi_rma_bench" -p "$p" -s -P "$port" -T "$PROC_LIMIT" \
-		-R "" -U "$(csv $BW_SIZES)"
-	cli rawc "$RAW/fi_rma_bench" -p "$p" -P "$port" -T "$PROC_LIMIT" -H \
-		-t "$BW_SEC" -X "$p" -L "" -R "" -U "$(csv $BW_SIZES)"
-	stop_srv
+	# -K: fi_rdm_pullreg, -H: fi_rdm_pullhuge
+	for v in -K -H; do
+		port=$(free_port)
+		srv raw "$RAW/fi_rma_bench" -p "$p" -s -P "$port" \
+			-T "$PROC_LIMIT" -R "" -U "$(csv $BW_SIZES)"
+		cli rawc "$RAW/fi_rma_bench" -p "$p" -P "$port" \
+			-T "$PROC_LIMIT" "$v" -t "$BW_SEC" -X "$p" -L "" -R "" \
+			-U "$(csv $BW_SIZES)"
+		stop_srv
+	done
 	port=$(free_port)
 	srv raw "$RAW/fi_rma_bench" -p "$p" -s -P "$port" -T "$PROC_LIMIT" -R "" -G
 	cli rawc "$RAW/fi_rma_bench" -p "$p" -P "$port" -T "$PROC_LIMIT" -M -G \
