@@ -214,6 +214,9 @@ struct ripc_stats {
 	/* Sends to a random ID whose holder on this host had ended: failed
 	 * at once (RIPC_ENOSERVICE) instead of after the resolve timeout. */
 	uint64_t resolve_gone;
+	/* Receives that slept on the transports themselves and were woken
+	 * by them (direct wake, see ripc(7) NOTES). */
+	uint64_t direct_wakeups;
 };
 /* Copies min(size, sizeof(struct ripc_stats)) bytes of counters. */
 uint8_t ripc_stats(struct ripc_stats *stats, size_t size);

@@ -73,15 +73,19 @@ int ripc__api_leave(int err)
 	return err ? ripc__set_err(err) : RIPC_OK;
 }
 
-/* Sleep without the lock for at most ns, on w's eventfd (and extra_fd if
- * >= 0), listed on `on` (if not NULL) and on ctx.sleepers.  In manual
- * progress mode the sleep is cut to the poll interval and progress is run
- * afterwards: nobody else would.  Returns -1 if a signal interrupted it. */
+/* Sleep without the lock for at most ns, on w's eventfd (and the nwatch
+ * fds of a receive that watches the transports itself: the engine's
+ * direct wake), listed on `on` (if not NULL) and on ctx.sleepers.  In
+ * manual progress mode the sleep is cut to the poll interval and progress
+ * is run afterwards: nobody else would.  Returns -1 if a signal
+ * interrupted it. */
 static int api_sleep(struct ripc_waiter *w, struct ripc_list *on, uint64_t ns,
-		     int extra_fd)
+		     const struct pollfd *watch, unsigned nwatch)
 {
-	struct pollfd pfd[2] = { { .fd = w->efd, .events = POLLIN },
-				 { .fd = extra_fd, .events = POLLIN } };
+	struct pollfd pfd[RIPC_PROV_MAX + 2] = {
+		{ .fd = w->efd, .events = POLLIN }
+	};
+	struct ripc_engine *g = &CTX->eng;
 	struct timespec ts;
 	int r;
 
@@ -90,17 +94,24 @@ static int api_sleep(struct ripc_waiter *w, struct ripc_list *on, uint64_t ns,
 		ns = CTX->cfg.poll_interval_us * 1000;
 	ts.tv_sec = (time_t)(ns / 1000000000ull);
 	ts.tv_nsec = (long)(ns % 1000000000ull);
+	for (unsigned i = 0; i < nwatch && i < RIPC_PROV_MAX + 1; i++)
+		pfd[1 + i] = watch[i];
 	ripc_list_add_tail(&CTX->sleepers, &w->sleep);
 	if (on)
 		ripc_list_add_tail(on, &w->link);
 	/* What we wait for (a message, a send's completion, a release) is
-	 * the progress thread's to find now.  One that keeps out of the way
-	 * of application threads on a timer must look at once; one asleep
-	 * on every fd (idle) wakes for what comes anyway. */
-	if (CTX->eng.nwaiters++ == 0 && !CTX->eng.idle)
+	 * the progress thread's to find now, unless we watch for it.  One
+	 * that keeps out of the way of application threads on a timer must
+	 * look at once, as must one that left the transports to a watcher
+	 * that is gone; one asleep on every fd (idle) wakes for what comes
+	 * anyway. */
+	if ((g->nwaiters++ == 0 && !g->idle && !nwatch) ||
+	    (g->delegated && !g->watcher))
 		ripc__engine_kick();
 	ripc__unlock();
-	r = ppoll(pfd, extra_fd >= 0 ? 2 : 1, &ts, NULL);
+	r = ppoll(pfd, 1 + nwatch, &ts, NULL);
+	if (r < 0)
+		r = -errno; /* what follows may set errno */
 	if (r > 0 && (pfd[0].revents & POLLIN)) {
 		uint64_t v;
 
@@ -112,8 +123,20 @@ static int api_sleep(struct ripc_waiter *w, struct ripc_list *on, uint64_t ns,
 	ripc_list_del(&w->sleep);
 	if (on)
 		ripc_list_del(&w->link);
-	if (r < 0 && errno == EINTR)
+	if (nwatch) {
+		ripc__engine_watch_end();
+		for (unsigned i = 1; r > 0 && i <= nwatch; i++)
+			if (pfd[i].revents) {
+				CTX->stats.direct_wakeups++;
+				break;
+			}
+	}
+	if (r == -EINTR) {
+		/* A ring the watcher drained is answered by a pass. */
+		if (nwatch && !CTX->shutting_down)
+			ripc__progress();
 		return -1;
+	}
 	if (CTX->cfg.manual_progress && !CTX->shutting_down)
 		ripc__progress();
 	return 0;
@@ -389,7 +412,7 @@ static int wait_tx(struct ripc_waiter *w, struct ripc_txreq *req,
 		if (api_sleep(w, NULL,
 			      deadline - now < 1000000 ? deadline - now
 						       : 1000000,
-			      -1) < 0) {
+			      NULL, 0) < 0) {
 			ripc__tx_cancel(req);
 			return RIPC_EINTR;
 		}
@@ -567,18 +590,25 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 			g->spinners--;
 			spinning = false;
 		}
-		/* Sleep; the progress thread (or, in manual mode, our own
-		 * periodic polling) wakes us when a message is queued. */
+		/* Sleep: on the transports themselves where we may (direct
+		 * wake: the first to see the message is this thread), else
+		 * until the progress thread (or, in manual mode, our own
+		 * periodic polling) queues the message and wakes us. */
 		struct ripc_waiter *w = ripc__waiter_self();
+		struct pollfd watch[RIPC_PROV_MAX + 1];
 		uint64_t wait_ns = deadline - now;
+		int nwatch;
 
 		if (!w) {
 			err = RIPC_ENOMEM;
 			break;
 		}
+		if ((nwatch = ripc__engine_watch_begin(watch)) < 0)
+			continue; /* the pass before sleeping found events */
 		if (wait_ns > 3600000000000ull)
 			wait_ns = 3600000000000ull; /* timespec arithmetic */
-		int r = api_sleep(w, &svc->waiters, wait_ns, -1);
+		int r = api_sleep(w, &svc->waiters, wait_ns, watch,
+				  (unsigned)nwatch);
 
 		slept = true;
 		if (r < 0) {
@@ -596,6 +626,7 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 		if (err == RIPC_ENOMEM)
 			ripc__msg_putback(svc, m); /* nothing is lost */
 	}
+	ripc__engine_leave(); /* a watcher gives the transports back */
 	return (uint8_t)ripc__api_leave(err);
 }
 
@@ -664,7 +695,7 @@ RIPC_API uint8_t ripc_wait_released(const void *buf, int timeout_ms)
 		if (api_sleep(w, &CTX->ex.waiters,
 			      deadline - now < 100000000 ? deadline - now
 							 : 100000000,
-			      -1) < 0) {
+			      NULL, 0) < 0) {
 			err = RIPC_EINTR;
 			break;
 		}

@@ -57,6 +57,7 @@ int ripc__bell_open(void)
 
 	CTX->bell.fd = CTX->bell.out = -1;
 	CTX->bell.word = NULL;
+	CTX->bell.armed = 0;
 	for (unsigned i = 0; i < RIPC_PROV_MAX; i++)
 		same_host |= CTX->tp[i].open && CTX->tp[i].attr.same_host_only;
 	/* Only transports without a wait fd need one (shm); tcp's sockets
@@ -92,6 +93,7 @@ void ripc__bell_forget(void)
 		close(CTX->bell.out);
 	CTX->bell.fd = CTX->bell.out = -1;
 	CTX->bell.word = NULL;
+	CTX->bell.armed = 0;
 }
 
 void ripc__bell_close(void)
@@ -108,21 +110,34 @@ int ripc__bell_fd(void)
 }
 
 /* About to sleep: others ring from now on.  The caller polls its
- * transports once more afterwards, then sleeps on ripc__bell_fd(). */
+ * transports once more afterwards, then sleeps on ripc__bell_fd().
+ *
+ * Two threads may sleep on the doorbell at once (the progress thread and
+ * a receive that watches the transports itself, progress.c), each armed
+ * once; the word is set on every arming.  A ring clears the word and
+ * wakes whoever polls the socket.  The first to take the lock disarms:
+ * it drains the socket and, if the other still sleeps armed, sets the
+ * word again for it, then (under the same lock) makes the pass that finds
+ * what was rung for; the other, if it wakes at all, finds nothing to do. */
 void ripc__bell_arm(void)
 {
-	if (CTX->bell.word)
-		__atomic_store_n(CTX->bell.word, 1, __ATOMIC_SEQ_CST);
+	if (!CTX->bell.word)
+		return;
+	CTX->bell.armed++;
+	__atomic_store_n(CTX->bell.word, 1, __ATOMIC_SEQ_CST);
 }
 
-/* Awake again: drain the datagrams (and stop wanting rings). */
+/* Awake again: drain the datagrams; stop wanting rings once nobody sleeps
+ * on the socket any more.  The caller makes a progress pass before it
+ * lets go of the lock. */
 void ripc__bell_disarm(void)
 {
 	char buf[16];
 
-	if (!CTX->bell.word)
+	if (!CTX->bell.word || !CTX->bell.armed)
 		return;
-	__atomic_store_n(CTX->bell.word, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(CTX->bell.word, --CTX->bell.armed ? 1 : 0,
+			 __ATOMIC_SEQ_CST);
 	while (recv(CTX->bell.fd, buf, sizeof(buf), MSG_DONTWAIT) > 0)
 		CTX->stats.bell_wakeups++;
 }

@@ -64,6 +64,10 @@ const struct ripc_env_var ripc__env_table[RIPC_ENV_COUNT] = {
 		"0: no doorbell; the progress thread polls shm every "
 		"RIPC_POLL_INTERVAL_US instead of sleeping until a peer on this "
 		"host rings." },
+	[RIPC_ENV_DIRECT_WAKE] = { "RIPC_DIRECT_WAKE", "1",
+		"0: a receive that sleeps is woken by the progress thread; 1: it "
+		"sleeps on the transports and the doorbell itself (one wake-up "
+		"per message instead of two)." },
 	[RIPC_ENV_PULL_MEM_MAX] = { "RIPC_PULL_MEM_MAX", "4g",
 		"Bytes of library buffers that pulls in flight may allocate." },
 	[RIPC_ENV_READ_CHUNK] = { "RIPC_READ_CHUNK", "8m",

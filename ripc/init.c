@@ -31,7 +31,7 @@ struct ripc_ctx ripc__ctx = {
 	.sleepers = RIPC_LIST_INIT(ripc__ctx.sleepers),
 	.mem = { .lregs = RIPC_LIST_INIT(ripc__ctx.mem.lregs) },
 	.rx = { .app_fd = -1 },
-	.eng = { .wake_fd = -1 },
+	.eng = { .wake_fd = -1, .leave_fd = -1 },
 };
 
 /* The process has gone through exit: the library does not start again. */
@@ -76,6 +76,7 @@ void ripc__load_config(void)
 	v = ripc__env_int(RIPC_ENV_SHM_PEERS);
 	CTX->cfg.shm_peers = v < 0 ? 0 : v > 224 ? 224 : (unsigned)v;
 	CTX->cfg.doorbell = ripc__env_bool(RIPC_ENV_DOORBELL);
+	CTX->cfg.direct_wake = ripc__env_bool(RIPC_ENV_DIRECT_WAKE);
 	CTX->cfg.manual_progress =
 		!strcmp(ripc__env_str(RIPC_ENV_PROGRESS), "manual");
 }
@@ -412,7 +413,7 @@ static void atfork_child(void)
 	ripc_list_init(&CTX->sleepers);
 	ripc_list_init(&CTX->mem.lregs);
 	CTX->rx.app_fd = -1;
-	CTX->eng.wake_fd = -1;
+	CTX->eng.wake_fd = CTX->eng.leave_fd = -1;
 	CTX->bell.fd = CTX->bell.out = -1;
 }
 

@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -272,6 +273,15 @@ static bool polled_inflight(void)
 	return false;
 }
 
+/* Has every open transport a wait fd (nothing to poll on a timer)? */
+static bool all_fd_tp(void)
+{
+	for (unsigned i = 0; i < RIPC_PROV_MAX; i++)
+		if (CTX->tp[i].open && CTX->tp[i].attr.wait_fd < 0)
+			return false;
+	return true;
+}
+
 /*
  * The progress thread.  Each round: one pass; if it found nothing, choose
  * how to wait.  Application threads busy-polling or active a moment ago:
@@ -303,6 +313,14 @@ static void *progress_main(void *arg)
 			break;
 		}
 		g->sleep_until = 0;
+		g->pt_watching = g->delegated = false;
+		if (g->leave_set) {
+			/* Disarmed: a watcher may have left meanwhile. */
+			timerfd_settime(g->leave_fd, 0,
+					&(struct itimerspec){ { 0, 0 }, { 0, 0 } },
+					NULL);
+			g->leave_set = false;
+		}
 		if (armed) {
 			ripc__bell_disarm();
 			armed = false;
@@ -341,7 +359,8 @@ static void *progress_main(void *arg)
 		 * receive (which pokes wake_fd when it goes to sleep). */
 		app_active = now - g->app_active_ns < APP_ACTIVE_NS &&
 			     g->nwaiters == 0;
-		if (!spin && !app_active && !busy && ripc__bell_fd() >= 0) {
+		if (!spin && !app_active && !busy && !g->watcher &&
+		    ripc__bell_fd() >= 0) {
 			/* About to sleep: peers on this host ring from now
 			 * on; what they sent before is found by this pass. */
 			ripc__bell_arm();
@@ -363,6 +382,33 @@ static void *progress_main(void *arg)
 					.events = POLLIN
 				};
 		nquiet = nfd;
+		if (g->watcher && !spin && !app_active) {
+			/* A receive sleeps on the transports and the doorbell
+			 * (direct wake, below): stay off them, or both would
+			 * wake for every message.  Poll on a timer only what
+			 * nobody rings for (a transfer under way on a
+			 * transport without a wait fd); else sleep until the
+			 * next deadline or until the watcher is gone. */
+			if ((work_pending() || polled_inflight()) && !all_fd_tp()) {
+				wait_us = CTX->cfg.busy_poll_us;
+				ts = (struct timespec){
+					(time_t)(wait_us / 1000000),
+					(long)(wait_us % 1000000) * 1000 };
+				tsp = &ts;
+			} else {
+				tsp = idle_timeout(&ts, now);
+				__atomic_store_n(&g->idle, true,
+						 __ATOMIC_RELAXED);
+				publish_stats(now);
+			}
+			g->delegated = true;
+			pfd[nquiet] = (struct pollfd){ .fd = g->leave_fd,
+						       .events = POLLIN };
+			ripc__unlock();
+			ppoll(pfd, nquiet + (g->leave_fd >= 0), tsp, NULL);
+			after_poll(pfd, nquiet);
+			continue;
+		}
 		for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
 			struct ripc_tp *t = &CTX->tp[i];
 
@@ -383,6 +429,9 @@ static void *progress_main(void *arg)
 						      .events = POLLIN };
 			all_fd = true; /* shm rings */
 		}
+		/* Asleep on the transports below (a receive about to sleep
+		 * moves us off them: ripc__engine_watch_begin). */
+		g->pt_watching = can_wait && !app_active;
 		if (!busy && all_fd && can_wait && !spin && !app_active) {
 			tsp = idle_timeout(&ts, now);
 			__atomic_store_n(&g->idle, true, __ATOMIC_RELAXED);
@@ -531,6 +580,109 @@ void ripc__engine_kick(void)
 		(void)0; /* counter full: it is awake anyway */
 }
 
+/* ---- direct wake -----------------------------------------------------
+ * Woken by the progress thread, a receive that sleeps pays two wake-ups
+ * per message: the transport wakes the thread, which finds the message
+ * and wakes the receiver; on a machine whose CPUs idle, each is tens of
+ * microseconds.  So a receive about to sleep watches the transports
+ * itself: it sleeps on their wait fds and the doorbell beside its own
+ * eventfd, runs the pass when one fires, and the progress thread keeps
+ * off them meanwhile (sleeping until its next deadline, or polling on a
+ * timer what nobody rings for).  One watcher at a time: another receive
+ * sleeps the usual way and is woken by whoever queues its message.  When
+ * the watcher's receive returns, engine_leave hands the transports back
+ * to the progress thread.
+ */
+int ripc__engine_watch_begin(struct pollfd *pfd)
+{
+	struct ripc_engine *g = &CTX->eng;
+	bool bell = false;
+	unsigned n = 0;
+
+	if (!CTX->cfg.direct_wake || !g->thread_running || g->watcher ||
+	    CTX->shutting_down)
+		return 0;
+	for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
+		const struct ripc_tp *t = &CTX->tp[i];
+
+		if (!t->open || t->attr.wait_fd >= 0)
+			continue;
+		if (ripc__bell_fd() < 0)
+			return 0; /* shm without a doorbell: polled */
+		bell = true;
+	}
+	g->watcher = true;
+	if (bell) {
+		ripc__bell_arm();
+		g->watcher_bell = true;
+	}
+	/* What came before the arming: found now, or it rings. */
+	if (progress_pass(false) > 0) {
+		ripc__engine_watch_end();
+		return -1;
+	}
+	for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
+		struct ripc_tp *t = &CTX->tp[i];
+
+		if (!t->open || t->attr.wait_fd < 0)
+			continue;
+		if (!t->ops->trywait(t->p)) {
+			ripc__engine_watch_end();
+			return 0;
+		}
+		pfd[n++] = (struct pollfd){ .fd = t->attr.wait_fd,
+					    .events = POLLIN };
+	}
+	if (bell)
+		pfd[n++] = (struct pollfd){ .fd = ripc__bell_fd(),
+					    .events = POLLIN };
+	if (n == 0) {
+		ripc__engine_watch_end();
+		return 0;
+	}
+	/* Asleep on the same fds, the thread would wake with us. */
+	if (g->pt_watching)
+		ripc__engine_kick();
+	return (int)n;
+}
+
+void ripc__engine_watch_end(void)
+{
+	struct ripc_engine *g = &CTX->eng;
+
+	if (!g->watcher)
+		return;
+	g->watcher = false;
+	if (g->watcher_bell) {
+		ripc__bell_disarm();
+		g->watcher_bell = false;
+	}
+}
+
+/* The thread comes back within the poll interval, the time it keeps out
+ * of an active application thread's way anyway: a timer, not a kick, so
+ * that the receive that just found its message (and is about to answer
+ * it) does not have the thread woken beside it, on its CPU when pinned. */
+void ripc__engine_leave(void)
+{
+	struct ripc_engine *g = &CTX->eng;
+	uint64_t ns = CTX->cfg.poll_interval_us * 1000;
+
+	if (!g->delegated || g->watcher || g->leave_set)
+		return;
+	if (g->leave_fd < 0 ||
+	    timerfd_settime(g->leave_fd, 0,
+			    &(struct itimerspec){
+				    .it_value = { (time_t)(ns / 1000000000ull),
+						  (long)(ns % 1000000000ull) } },
+			    NULL) < 0) {
+		g->delegated = false;
+		ripc__engine_kick();
+		return;
+	}
+	g->leave_set = true;
+}
+
 static void watchdog_start(void)
 {
 	struct ripc_engine *g = &CTX->eng;
@@ -569,7 +721,7 @@ int ripc__engine_start(void)
 {
 	struct ripc_engine *g = &CTX->eng;
 
-	g->wake_fd = -1;
+	g->wake_fd = g->leave_fd = -1;
 	if (!CTX->cfg.manual_progress) {
 		g->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		if (g->wake_fd < 0)
@@ -579,6 +731,9 @@ int ripc__engine_start(void)
 			g->wake_fd = -1;
 			return RIPC_ENOMEM;
 		}
+		/* Optional: without it a leaving watcher kicks instead. */
+		g->leave_fd = timerfd_create(CLOCK_MONOTONIC,
+					     TFD_CLOEXEC | TFD_NONBLOCK);
 		g->thread_running = true;
 		/* Near the NIC; logs failures. */
 		ripc__loc_bind_thread(g->thread);
@@ -602,4 +757,8 @@ void ripc__engine_stop(void)
 	if (g->wake_fd >= 0)
 		close(g->wake_fd);
 	g->wake_fd = -1;
+	if (g->leave_fd >= 0)
+		close(g->leave_fd);
+	g->leave_fd = -1;
+	g->leave_set = g->watcher = g->delegated = g->pt_watching = false;
 }

@@ -475,6 +475,14 @@ struct ripc_engine {
 	uint64_t sleep_until;     /* the progress thread sleeps until then */
 	bool timers_due;          /* run the timers on the next pass */
 	bool idle;                /* the progress thread sleeps for long */
+	/* Direct wake: who sleeps on the transports' fds and the doorbell.
+	 * watcher: an application thread in a receive does; pt_watching:
+	 * the progress thread does; delegated: the progress thread sleeps
+	 * without them because a watcher has them. */
+	bool watcher, pt_watching, delegated;
+	bool watcher_bell;        /* the watcher armed the doorbell */
+	int leave_fd;             /* timerfd: a watcher left (engine_leave) */
+	bool leave_set;           /* leave_fd is armed */
 	struct ripc_stats published; /* as last put in the registry */
 	unsigned poll_calls;
 	uint64_t clock_ns;        /* the last clock read of a progress pass */
@@ -536,6 +544,7 @@ struct ripc_ctx {
 	struct {
 		int fd, out;
 		uint32_t *word;
+		unsigned armed; /* threads that armed it and sleep on fd */
 	} bell;
 
 	struct ripc_mem mem;
@@ -555,6 +564,7 @@ struct ripc_ctx {
 		unsigned rx_depth, queue_max;
 		unsigned shm_peers; /* RIPC_SHM_PEERS */
 		bool doorbell;
+		bool direct_wake; /* RIPC_DIRECT_WAKE */
 		uint64_t return_timeout_ms;
 		uint64_t pull_mem_max, read_chunk;
 		bool manual_progress;
@@ -599,6 +609,21 @@ static inline bool ripc__lock_is_mine(void)
 int ripc__progress(void);
 /* Make the progress thread look now (a thread is about to sleep). */
 void ripc__engine_kick(void);
+/* Direct wake (progress.c): an application thread about to sleep in a
+ * receive watches the transports itself, so that what arrives wakes it
+ * and not the progress thread, which would then have to wake it.  Lock
+ * held.  watch_begin fills pfd[0..n-1] with the transports' wait fds and
+ * the doorbell (room for RIPC_PROV_MAX + 1) and returns n > 0: sleep on
+ * them, then call watch_end; 0: this thread cannot watch (another does,
+ * a transport can neither wake nor ring it, a trywait failed, or direct
+ * wake is off): sleep the usual way; -1: a pass found events: look again
+ * (watch_end already done).  engine_leave: a receive is done; if the
+ * progress thread left the transports to a watcher that is gone, it
+ * takes them back. */
+struct pollfd;
+int ripc__engine_watch_begin(struct pollfd *pfd);
+void ripc__engine_watch_end(void);
+void ripc__engine_leave(void);
 int ripc__engine_start(void);
 /* Without the lock, after shutting_down is set: joins the threads. */
 void ripc__engine_stop(void);

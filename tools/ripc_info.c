@@ -500,6 +500,7 @@ static const struct {
 	STAT(release_events_dropped), STAT(bell_rings),
 	STAT(bell_wakeups),	  STAT(shm_fallback_tcp),
 	STAT(peers_reaped),	  STAT(resolve_gone),
+	STAT(direct_wakeups),
 };
 #undef STAT
 /* A counter added to struct ripc_stats must be named above too. */

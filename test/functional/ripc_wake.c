@@ -20,8 +20,13 @@
  * reports its doorbell counters; over shm both sides must have used the
  * doorbell, over tcp neither (tcp's sockets wake the thread themselves).
  *
+ * A receive that sleeps watches the transports itself (direct wake):
+ * the server must report such wake-ups, and none with -x nodirect, which
+ * leaves every wake-up to the progress thread.
+ *
  *   -x checked   RIPC_SHM_CHECKED=1 on both sides (shm's RMA then needs
  *                the owner's progress)
+ *   -x nodirect  RIPC_DIRECT_WAKE=0 on both sides
  */
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +52,13 @@ static bool want_bells(void)
 	return ft.prov && !strcmp(ft.prov, "shm") && !(d && !strcmp(d, "0"));
 }
 
+static bool direct_off(void)
+{
+	const char *d = getenv("RIPC_DIRECT_WAKE");
+
+	return d && !strcmp(d, "0");
+}
+
 static int server(void)
 {
 	uint16_t me = ripc_register_random_service_id();
@@ -62,7 +74,7 @@ static int server(void)
 		ft_recv_ok(me, &m, 60000);
 		from = m.from;
 		if (ft_is_word(&m, "quit")) {
-			uint64_t v[2];
+			uint64_t v[3];
 			void *b[1] = { v };
 			uint32_t l[1] = { sizeof(v) };
 
@@ -70,6 +82,7 @@ static int server(void)
 			FT_EXPECT(ripc_stats(&st, sizeof(st)), RIPC_OK);
 			v[0] = st.bell_wakeups;
 			v[1] = st.bell_rings;
+			v[2] = st.direct_wakeups;
 			FT_EXPECT(ripc_send_short(me, from, b, l, 1, NULL, NULL,
 						  0),
 				  RIPC_OK);
@@ -108,7 +121,7 @@ static int client(void)
 	uint64_t rng = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull;
 	struct ripc_stats st;
 	struct ft_msg m;
-	uint64_t v[2];
+	uint64_t v[3];
 
 	FT_CHECK(me != RIPC_INVALID_SERVICE_ID, "register");
 	ft_fill(big, sizeof(big), 3);
@@ -162,10 +175,20 @@ static int client(void)
 	memcpy(v, m.si[0], sizeof(v));
 	ft_msg_free(&m, false);
 	FT_EXPECT(ripc_stats(&st, sizeof(st)), RIPC_OK);
-	ft_log("client rang %llu, woke %llu; server woke %llu, rang %llu",
+	ft_log("client rang %llu, woke %llu; server woke %llu, rang %llu; "
+	       "direct wake-ups: server %llu, client %llu",
 	       (unsigned long long)st.bell_rings,
 	       (unsigned long long)st.bell_wakeups,
-	       (unsigned long long)v[0], (unsigned long long)v[1]);
+	       (unsigned long long)v[0], (unsigned long long)v[1],
+	       (unsigned long long)v[2],
+	       (unsigned long long)st.direct_wakeups);
+	/* The server sleeps in ripc_receive through every think time: with
+	 * direct wake on, each request wakes it from the transports. */
+	if (direct_off())
+		FT_CHECK(v[2] == 0 && st.direct_wakeups == 0,
+			 "RIPC_DIRECT_WAKE=0: no direct wake-ups");
+	else
+		FT_CHECK(v[2] > 0, "the sleeping server was woken directly");
 	if (want_bells()) {
 		FT_CHECK(st.bell_rings > 0 && v[0] > 0,
 			 "over shm the sleeping server was rung");
@@ -183,6 +206,8 @@ int main(int argc, char **argv)
 	ft_init(argc, argv, "ripc_wake", 12, 0);
 	if (ft.extra && !strcmp(ft.extra, "checked"))
 		setenv("RIPC_SHM_CHECKED", "1", 1);
+	if (ft.extra && !strcmp(ft.extra, "nodirect"))
+		setenv("RIPC_DIRECT_WAKE", "0", 1);
 	ft_lib_init();
 	return ft.server ? server() : client();
 }

@@ -54,6 +54,7 @@ tests=(
 	"ripc_zerolen|"
 	"ripc_wake|"
 	"ripc_wake|-x checked"
+	"ripc_wake|-x nodirect"
 	"ripc_retbuf|"
 	"ripc_window|"
 	"ripc_window|-x nolib"
