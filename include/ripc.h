@@ -217,6 +217,10 @@ struct ripc_stats {
 	/* Receives that slept on the transports themselves and were woken
 	 * by them (direct wake, see ripc(7) NOTES). */
 	uint64_t direct_wakeups;
+	/* Messages sent to, and received from, same-host peers through
+	 * their doorbell socket while the shm connection was being set up
+	 * (first contact, see ripc(7) NOTES). */
+	uint64_t bell_msgs_sent, bell_msgs_recv;
 };
 /* Copies min(size, sizeof(struct ripc_stats)) bytes of counters. */
 uint8_t ripc_stats(struct ripc_stats *stats, size_t size);

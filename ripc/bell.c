@@ -20,6 +20,34 @@
  * Abstract unix sockets are scoped like the registry (per network
  * namespace) and vanish with their process.  A datagram to a process
  * that died fails with ECONNREFUSED: nothing to do.
+ *
+ * Mail: the first messages to a new same-host peer.  Before a process
+ * may send to another over shm, the other has to map it (the accept,
+ * peer.c) and libfabric's shm has to take its connection request: two
+ * passes of the other's progress, each a wake-up of an idle process,
+ * plus mapping 16 MiB regions on both sides, most of a millisecond in
+ * all.  Meanwhile a message that fits a receive slot travels as a
+ * datagram to the peer's doorbell (ripc__bell_post), and the peer's
+ * reply comes back the same way while its own connection is being made;
+ * then the pair talks over shm.  The datagram itself wakes a sleeper;
+ * the sender then bumps the peer's mail word in the registry, which the
+ * peer's every progress pass loads (ripc__bell_has_mail) and, when it
+ * moved, reads the socket (ripc__bell_input).
+ *
+ * Order: a sender posts to a peer over shm only after its datagrams to
+ * it (the transmit queue keeps one order per peer, and a peer stays on
+ * shm once a message went that way), and bumps the mail word after each
+ * datagram, before any later shm post.  The receiver loads the word
+ * after taking messages out of shm and before handling them, and reads
+ * the datagrams first when it moved: a shm message it holds was posted
+ * after the bump, so its load sees the bump.
+ *
+ * Trust: anybody on this host may send to an abstract socket.  The
+ * kernel tells the receiver who sent a datagram (SO_PASSCRED): one of
+ * another user is dropped, and a message is dispatched only if its
+ * sender's pid is the pid the registry holds for the incarnation the
+ * message claims, which is more than shm can say of its own messages.
+ * A message that arrives this way is validated like any other.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -56,7 +84,7 @@ int ripc__bell_open(void)
 	bool same_host = false;
 
 	CTX->bell.fd = CTX->bell.out = -1;
-	CTX->bell.word = NULL;
+	CTX->bell.word = CTX->bell.mail = NULL;
 	CTX->bell.armed = 0;
 	for (unsigned i = 0; i < RIPC_PROV_MAX; i++)
 		same_host |= CTX->tp[i].open && CTX->tp[i].attr.same_host_only;
@@ -68,7 +96,9 @@ int ripc__bell_open(void)
 	if (!CTX->bell.word)
 		return RIPC_OK;
 	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&a, len) < 0) {
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, len) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &(int){ 1 },
+		       sizeof(int)) < 0) {
 		ripc__log(RIPC_LOG_WARN,
 			  "doorbell unavailable (%s): shm is polled instead",
 			  strerror(errno));
@@ -78,9 +108,15 @@ int ripc__bell_open(void)
 		return RIPC_OK;
 	}
 	CTX->bell.fd = fd;
-	/* A socket for ringing others (sendto needs no binding). */
+	CTX->bell.mail = ripc__reg_mail_word(ripc__reg_self_slot());
+	/* A socket for ringing others (sendto needs no binding).  Its send
+	 * buffer bounds what may be queued at any one peer: room for a few
+	 * messages of a slot's size. */
 	CTX->bell.out = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC |
 						SOCK_NONBLOCK, 0);
+	if (CTX->bell.out >= 0)
+		setsockopt(CTX->bell.out, SOL_SOCKET, SO_SNDBUF,
+			   &(int){ 4 * RIPC_SLOT_SIZE }, sizeof(int));
 	return RIPC_OK;
 }
 
@@ -92,7 +128,7 @@ void ripc__bell_forget(void)
 	if (CTX->bell.out >= 0)
 		close(CTX->bell.out);
 	CTX->bell.fd = CTX->bell.out = -1;
-	CTX->bell.word = NULL;
+	CTX->bell.word = CTX->bell.mail = NULL;
 	CTX->bell.armed = 0;
 }
 
@@ -132,14 +168,11 @@ void ripc__bell_arm(void)
  * lets go of the lock. */
 void ripc__bell_disarm(void)
 {
-	char buf[16];
-
 	if (!CTX->bell.word || !CTX->bell.armed)
 		return;
 	__atomic_store_n(CTX->bell.word, --CTX->bell.armed ? 1 : 0,
 			 __ATOMIC_SEQ_CST);
-	while (recv(CTX->bell.fd, buf, sizeof(buf), MSG_DONTWAIT) > 0)
-		CTX->stats.bell_wakeups++;
+	ripc__bell_input();
 }
 
 /* After handing work to a same-host peer over shm: wake it if it sleeps. */
@@ -162,4 +195,111 @@ void ripc__bell_ring(const struct ripc_peer *peer)
 	if (sendto(CTX->bell.out, "", 1, MSG_DONTWAIT, (struct sockaddr *)&a,
 		   len) == 1)
 		CTX->stats.bell_rings++;
+}
+
+/* The datagrams mail() wants at most, per call: one pass of the engine
+ * must stay short however many peers write at once. */
+#define MAIL_BATCH 16
+
+/* The same-host transport a message from the doorbell counts as arriving
+ * on: the one the doorbell exists for (shm). */
+static struct ripc_tp *mail_tp(void)
+{
+	for (unsigned i = 0; i < RIPC_PROV_MAX; i++)
+		if (CTX->tp[i].open && CTX->tp[i].attr.same_host_only)
+			return &CTX->tp[i];
+	return NULL;
+}
+
+/* Read what is in the doorbell socket: rings (one byte) are counted,
+ * messages are dispatched as if they came over shm (dispatch.c checks
+ * that the sender is who it claims).  Lock held, from the engine. */
+int ripc__bell_input(void)
+{
+	struct ripc_tp *t = mail_tp();
+	int got = 0;
+
+	if (CTX->bell.fd < 0)
+		return 0;
+	if (CTX->bell.mail)
+		__atomic_store_n(CTX->bell.mail, 0, __ATOMIC_SEQ_CST);
+	for (unsigned n = 0; n < MAIL_BATCH; n++) {
+		union {
+			struct cmsghdr h;
+			char buf[CMSG_SPACE(sizeof(struct ucred))];
+		} cm;
+		struct ripc_slot *s = ripc__slot_get();
+		char ring[16];
+		struct iovec iov = s ? (struct iovec){ s->buf, RIPC_SLOT_SIZE }
+				     : (struct iovec){ ring, sizeof(ring) };
+		struct msghdr mh = { .msg_iov = &iov,
+				     .msg_iovlen = 1,
+				     .msg_control = cm.buf,
+				     .msg_controllen = sizeof(cm.buf) };
+		const struct ucred *cred = NULL;
+		ssize_t len = recvmsg(CTX->bell.fd, &mh,
+				      MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+		if (len < 0) {
+			if (s)
+				ripc__slot_put(s);
+			if (errno == EINTR)
+				continue;
+			return got; /* empty (EAGAIN) */
+		}
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c;
+		     c = CMSG_NXTHDR(&mh, c))
+			if (c->cmsg_level == SOL_SOCKET &&
+			    c->cmsg_type == SCM_CREDENTIALS &&
+			    c->cmsg_len == CMSG_LEN(sizeof(struct ucred)))
+				cred = (const struct ucred *)CMSG_DATA(c);
+		if (len <= 1) {
+			CTX->stats.bell_wakeups++;
+		} else if (!s || !t || (mh.msg_flags & (MSG_TRUNC |
+							MSG_CTRUNC)) ||
+			   !cred || cred->uid != geteuid()) {
+			/* No slot to take it, or not a message of ours. */
+			CTX->stats.drops_forged += s && t && !(mh.msg_flags &
+							       MSG_TRUNC);
+			CTX->stats.drops_malformed += !!(mh.msg_flags &
+							 MSG_TRUNC);
+			if (!s || !t)
+				CTX->stats.drops_queue_full++;
+		} else {
+			CTX->stats.bell_msgs_recv++;
+			ripc__dispatch_mail(t, s, (size_t)len, cred->pid);
+			got++;
+			continue; /* the slot is dispatch's now */
+		}
+		if (s)
+			ripc__slot_put(s);
+	}
+	/* More than a batch: the next pass reads on. */
+	if (CTX->bell.mail)
+		__atomic_store_n(CTX->bell.mail, 1, __ATOMIC_SEQ_CST);
+	return got;
+}
+
+/* A message for a same-host peer that cannot take it over shm yet: sent
+ * to its doorbell instead.  0 when the datagram went, -EAGAIN when it did
+ * not (no doorbell on either side, too large, the peer's queue is full,
+ * the peer is gone): the caller queues the message as before. */
+int ripc__bell_post(const struct ripc_peer *peer, const void *buf, size_t len)
+{
+	struct sockaddr_un a;
+	uint32_t *mail;
+	socklen_t alen;
+
+	if (peer->reg_slot1 == 0 || CTX->bell.out < 0 || CTX->bell.fd < 0 ||
+	    len <= 1 || len > RIPC_SLOT_SIZE ||
+	    !(mail = ripc__reg_mail_word(peer->reg_slot1 - 1)))
+		return -EAGAIN;
+	alen = bell_addr(peer->inc, &a);
+	if (sendto(CTX->bell.out, buf, len, MSG_DONTWAIT,
+		   (struct sockaddr *)&a, alen) != (ssize_t)len)
+		return -EAGAIN;
+	/* After the datagram, before anything later goes over shm. */
+	__atomic_fetch_add(mail, 1, __ATOMIC_SEQ_CST);
+	CTX->stats.bell_msgs_sent++;
+	return 0;
 }

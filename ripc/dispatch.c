@@ -13,9 +13,13 @@
 #include "retbuf.h"
 #include "ripc_int.h"
 
+/* A slot done with goes back to the transport, unless the transport
+ * has its receives posted (the slot of a message that came through the
+ * doorbell, or the spare taken for it, bell.c). */
 static void repost(struct ripc_tp *t, struct ripc_slot *s)
 {
-	if (CTX->shutting_down || ripc__post_slot(t, s) != 0)
+	if (CTX->shutting_down || t->rx_posted >= CTX->cfg.rx_depth ||
+	    ripc__post_slot(t, s) != 0)
 		ripc__slot_put(s);
 }
 
@@ -84,8 +88,10 @@ static void deliver_short(struct ripc_tp *t, struct ripc_slot *s,
 	if (!svc)
 		goto drop;
 	/* The slot goes to the application: post a replacement first, or
-	 * drop the message if there is none (bounded memory). */
-	if (in->nshort && !(spare = ripc__slot_get())) {
+	 * drop the message if there is none (bounded memory).  A slot that
+	 * was not posted (doorbell mail) needs none. */
+	if (in->nshort && t->rx_posted < CTX->cfg.rx_depth &&
+	    !(spare = ripc__slot_get())) {
 		CTX->stats.drops_queue_full++;
 		goto drop;
 	}
@@ -115,7 +121,8 @@ static void deliver_short(struct ripc_tp *t, struct ripc_slot *s,
 		m->slot = s;
 		s->state = SLOT_HELD;
 		s->tp = -1;
-		repost(t, spare);
+		if (spare)
+			repost(t, spare);
 	} else {
 		repost(t, s);
 	}
@@ -243,41 +250,78 @@ static void handle_nack(const struct ripc_wire_in *in)
 		CTX->stats.drops_stale++;
 }
 
-void ripc__dispatch(struct ripc_tp *t, struct ripc_slot *s, size_t len)
+static bool decode(struct ripc_tp *t, struct ripc_slot *s, size_t len,
+		   struct ripc_wire_in *in)
 {
-	struct ripc_wire_in in;
-	int werr = ripc__wire_decode(s->buf, len, &in);
+	int werr = ripc__wire_decode(s->buf, len, in);
 
 	if (werr) {
 		CTX->stats.drops_malformed++;
 		ripc__log_rl(RIPC_LOG_INFO, "%s: dropped message: %s",
 			     t->attr.name, ripc__wire_strerror(werr));
 		repost(t, s);
+		return false;
+	}
+	return true;
+}
+
+static void dispatch_in(struct ripc_tp *t, struct ripc_slot *s,
+			const struct ripc_wire_in *in);
+
+void ripc__dispatch(struct ripc_tp *t, struct ripc_slot *s, size_t len)
+{
+	struct ripc_wire_in in;
+
+	if (decode(t, s, len, &in))
+		dispatch_in(t, s, &in);
+}
+
+void ripc__dispatch_mail(struct ripc_tp *t, struct ripc_slot *s, size_t len,
+			 pid_t pid)
+{
+	struct ripc_wire_in in;
+
+	if (!decode(t, s, len, &in))
+		return;
+	if (ripc__reg_vouch(in.src_inc, pid)) {
+		/* Somebody else's words in a peer's name. */
+		CTX->stats.drops_forged++;
+		ripc__log_rl(RIPC_LOG_INFO,
+			     "doorbell: pid %d is not incarnation %016llx: "
+			     "dropped", (int)pid,
+			     (unsigned long long)in.src_inc);
+		repost(t, s);
 		return;
 	}
+	dispatch_in(t, s, &in);
+}
+
+static void dispatch_in(struct ripc_tp *t, struct ripc_slot *s,
+			const struct ripc_wire_in *in)
+{
 	if (t->attr.same_host_only)
-		ripc__peer_learn(t->id, in.src_inc);
-	if (in.dst_inc != CTX->incarnation) {
+		ripc__peer_learn(t->id, in->src_inc);
+	if (in->dst_inc != CTX->incarnation) {
 		/* Meant for an earlier process at this address. */
 		CTX->stats.drops_stale++;
 		repost(t, s);
 		return;
 	}
-	switch (in.type) {
+	switch (in->type) {
 	case RIPC_MT_SHORT:
-		deliver_short(t, s, &in);
+		deliver_short(t, s, in);
 		return; /* the slot was reposted or handed over */
 	case RIPC_MT_LONG:
-		handle_long(t, &in);
+		handle_long(t, in);
 		break;
 	case RIPC_MT_RETURN:
-		handle_return(t, &in);
+		handle_return(t, in);
 		break;
 	case RIPC_MT_DONE:
-		handle_done(&in);
+		handle_done(in);
 		break;
 	case RIPC_MT_NACK:
-		handle_nack(&in);
+		handle_nack(in);
 		break;
 	}
 	repost(t, s);

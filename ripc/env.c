@@ -17,7 +17,7 @@ const struct ripc_env_var ripc__env_table[RIPC_ENV_COUNT] = {
 		"Log level: none, error, warn, info, debug." },
 	[RIPC_ENV_REGISTRY] = { "RIPC_REGISTRY", "",
 		"Path of the host-local service registry. Empty: "
-		"/dev/shm/ripc3-<euid>-<network namespace inode>.reg (3 is the file's "
+		"/dev/shm/ripc4-<euid>-<network namespace inode>.reg (4 is the file's "
 		"layout version)." },
 	[RIPC_ENV_TCP_ADDR] = { "RIPC_TCP_ADDR", "127.0.0.1",
 		"Local IP address the tcp transport binds to." },

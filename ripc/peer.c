@@ -50,7 +50,8 @@ static bool handle_shared(const struct ripc_peer *p)
 	unsigned b = peer_bucket(p->tp, p->addr, p->addrlen);
 
 	for (struct ripc_peer *q = CTX->peer_hash[b]; q; q = q->hnext)
-		if (q != p && q->tp == p->tp && q->handle == p->handle)
+		if (q != p && q->mapped && q->tp == p->tp &&
+		    q->handle == p->handle)
 			return true;
 	return false;
 }
@@ -75,7 +76,9 @@ static void peer_unlink(struct ripc_peer *p)
 static void peer_free(struct ripc_peer *p)
 {
 	peer_unlink(p);
-	if (!handle_shared(p))
+	if (p->map_pending)
+		CTX->nunmapped--;
+	if (p->mapped && !handle_shared(p))
 		CTX->tp[p->tp].ops->av_remove(CTX->tp[p->tp].p, p->handle);
 	CTX->tp[p->tp].npeers--;
 	CTX->npeers--;
@@ -158,8 +161,14 @@ struct ripc_peer *ripc__peer_get(int tp, const void *addr, size_t len,
 		*err = RIPC_ENOMEM;
 		return NULL;
 	}
-	if (same_addr) {
+	if (t->attr.same_host_only) {
+		/* Mapped by the engine (ripc__peers_map): its first messages
+		 * go through its doorbell meanwhile. */
+		p->map_pending = true;
+		CTX->nunmapped++;
+	} else if (same_addr) {
 		p->handle = same_addr->handle;
+		p->mapped = true;
 	} else {
 		ret = t->ops->av_insert(t->p, addr, len, &p->handle);
 		if (ret && peers_evict(tp, 8))
@@ -169,6 +178,7 @@ struct ripc_peer *ripc__peer_get(int tp, const void *addr, size_t len,
 			*err = ripc__err_from_errno(ret);
 			return NULL;
 		}
+		p->mapped = true;
 	}
 	p->last_used_ns = ripc__now_ns();
 	CTX->npeers++;
@@ -229,18 +239,96 @@ void ripc__peer_learn(int tp, uint64_t inc)
 		t->learnt_inc = inc;
 }
 
-bool ripc__peer_ready(struct ripc_peer *p)
+bool ripc__peer_mapped_us(struct ripc_peer *p)
 {
 	if (p->ready)
 		return true;
+	if (!p->mapped)
+		return false;
 	if (!CTX->tp[p->tp].attr.same_host_only || !p->reg_slot1 ||
 	    ripc__reg_shm_accepted(p->reg_slot1 - 1)) {
 		p->ready = true;
 		return true;
 	}
+	return false;
+}
+
+bool ripc__peer_ready(struct ripc_peer *p)
+{
+	if (ripc__peer_mapped_us(p))
+		return true;
 	/* It maps us when its progress looks at its requests: wake it. */
 	ripc__bell_ring(p);
 	return false;
+}
+
+/* Map a same-host peer: insert its address (libfabric's shm maps its
+ * region, tens of microseconds) and tell it through the registry that it
+ * may send to us over shm.  0 or a negative errno (tried again later). */
+static int peer_map(struct ripc_peer *p)
+{
+	struct ripc_tp *t = &CTX->tp[p->tp];
+	int ret;
+
+	if (p->mapped)
+		return 0;
+	ret = t->ops->av_insert(t->p, p->addr, p->addrlen, &p->handle);
+	if (ret)
+		return ret;
+	p->mapped = true;
+	if (p->map_pending) {
+		p->map_pending = false;
+		CTX->nunmapped--;
+	}
+	if (p->reg_slot1) {
+		ripc__reg_shm_mapped(p->reg_slot1 - 1, p->inc);
+		/* It may wait for this (a message to us queued, a pull from
+		 * us): wake it if it sleeps. */
+		ripc__bell_ring(p);
+	}
+	return 0;
+}
+
+#define MAP_PER_PASS 8
+#define MAP_RETRY_NS (10ull * 1000 * 1000)
+
+void ripc__peers_map(void)
+{
+	unsigned done = 0;
+	bool failed = false;
+
+	if (CTX->map_retry_ns && ripc__now_ns() < CTX->map_retry_ns)
+		return;
+	CTX->map_retry_ns = 0;
+	for (unsigned b = 0; b < 256 && done < MAP_PER_PASS; b++)
+		for (struct ripc_peer *p = CTX->peer_hash[b];
+		     p && done < MAP_PER_PASS; p = p->hnext) {
+			int ret;
+
+			if (!p->map_pending)
+				continue;
+			done++;
+			if (!(ret = peer_map(p)))
+				continue;
+			if (!p->reg_slot1 ||
+			    !ripc__reg_slot_live(p->reg_slot1 - 1, p->inc)) {
+				/* Its process ended before we mapped it:
+				 * nothing to map, the sweep forgets it. */
+				p->map_pending = false;
+				CTX->nunmapped--;
+				p->dead = true;
+				CTX->sweep_due = true;
+				continue;
+			}
+			/* shm's table is full (of peers not swept yet): the
+			 * pair goes on through the doorbell meanwhile, and
+			 * the others are mapped. */
+			ripc__log_rl(RIPC_LOG_INFO, "%s: cannot map a peer: %s",
+				     CTX->tp[p->tp].attr.name, strerror(-ret));
+			failed = true;
+		}
+	if (failed)
+		CTX->map_retry_ns = ripc__now_ns() + MAP_RETRY_NS;
 }
 
 void ripc__peers_accept(void)
@@ -270,6 +358,8 @@ void ripc__peers_accept(void)
 				tp, req[i].addr[tp].addr, req[i].addr[tp].len,
 				req[i].incarnation, &err);
 
+			if (p && (err = ripc__err_from_errno(peer_map(p))))
+				p = NULL;
 			if (p) {
 				ripc__reg_accept_done(req[i].slot1 - 1,
 						      req[i].incarnation);
@@ -387,6 +477,8 @@ void ripc__peers_fini(void)
 		CTX->inc_hash[b] = NULL;
 	}
 	CTX->npeers = 0;
+	CTX->nunmapped = 0;
+	CTX->map_retry_ns = 0;
 	for (unsigned i = 0; i < RIPC_PROV_MAX; i++)
 		CTX->tp[i].npeers = 0;
 	for (unsigned i = 0; i <= RIPC_MAX_SERVICE_ID; i++) {

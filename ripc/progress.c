@@ -160,6 +160,9 @@ static int progress_pass(bool clock)
 		return 0;
 	/* Processes on this host that wait for us to map them. */
 	ripc__peers_accept();
+	/* First messages of same-host peers, through the doorbell. */
+	if (ripc__bell_has_mail())
+		total += ripc__bell_input();
 	for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
 		struct ripc_tp *t = &CTX->tp[i];
 
@@ -177,6 +180,10 @@ static int progress_pass(bool clock)
 
 			if (n <= 0)
 				break;
+			/* Doorbell mail sent before what shm gave us goes
+			 * first (bell.c, "Order"). */
+			if (t->attr.same_host_only && ripc__bell_has_mail())
+				total += ripc__bell_input();
 			t->last_event_ns = approx;
 			for (int k = 0; k < n; k++)
 				handle_cqe(t, &cqe[k]);
@@ -189,6 +196,10 @@ static int progress_pass(bool clock)
 	}
 	if (CTX->sweep_due && total == 0 && sweep_may_run(approx))
 		ripc__peers_sweep();
+	/* After the messages: mapping a new same-host peer takes tens of
+	 * microseconds, and its first messages came by the doorbell. */
+	if (CTX->nunmapped)
+		ripc__peers_map();
 	if (!ripc_list_empty(&CTX->pl.readq) ||
 	    !ripc_list_empty(&CTX->pl.read_retry))
 		ripc__pull_post_reads();
@@ -640,8 +651,13 @@ int ripc__engine_watch_begin(struct pollfd *pfd)
 		ripc__engine_watch_end();
 		return 0;
 	}
-	/* Asleep on the same fds, the thread would wake with us. */
-	if (g->pt_watching)
+	/* Asleep on the same fds, the thread would wake with us.  And a
+	 * thread that left the fds to an earlier watcher and sleeps until
+	 * its next deadline must look again if work came meanwhile that
+	 * nothing rings for (a pull waiting for a peer to map us): it then
+	 * polls on a timer. */
+	if (g->pt_watching ||
+	    (g->delegated && (work_pending() || polled_inflight())))
 		ripc__engine_kick();
 	return (int)n;
 }

@@ -5,7 +5,8 @@
  *   header      4 KiB   magic, layout version, change counter
  *   processes   RIPC_REG_MAX_PROCS x 1536 bytes: identity, addresses,
  *               memberships, published counters, the doorbell's sleep
- *               word, shm pairs (layout 3)
+ *               word, shm pairs (layout 3), the doorbell's mail
+ *               counter (layout 4)
  *   services    65535 x 16 bytes: owner process slot + 1 (0 = free),
  *               flags, owner's incarnation
  *
@@ -40,7 +41,7 @@
 #include "registry.h"
 
 #define REG_MAGIC 0x3147455243504952ull /* "RIPCREG1" */
-#define REG_LAYOUT 3
+#define REG_LAYOUT 4
 #define REG_HDR_SIZE 4096
 #define REG_PROC_SIZE 1536
 #define REG_NSVC 65535
@@ -80,6 +81,9 @@ struct reg_proc {
 	/* Non-zero while its progress sleeps: ring its doorbell (bell.c).
 	 * Written and exchanged without the lock, atomically. */
 	uint32_t sleeping;
+	/* Bumped by a process on this host after it sent this one a message
+	 * through its doorbell socket (bell.c).  Atomic, without the lock. */
+	uint32_t mail;
 	/* shm pairs this process is part of, and the processes (slot + 1)
 	 * it formed them with (the other side's record counts them too). */
 	uint16_t shm_pairs;
@@ -90,6 +94,10 @@ struct reg_proc {
 	 * record for its partner k).  Atomic, without the lock. */
 	uint32_t accept_req;
 	uint8_t accepted[(REG_MAX_PARTNERS + 7) / 8];
+	/* Bit k: this process has mapped partner k in turn (it forms pairs
+	 * before it maps, so that its first messages need not wait for the
+	 * mapping, bell.c); the partner sends over shm only then. */
+	uint8_t mapped[(REG_MAX_PARTNERS + 7) / 8];
 };
 _Static_assert(sizeof(struct reg_proc) <= REG_PROC_SIZE, "proc record");
 
@@ -475,17 +483,23 @@ static void remove_shm_region(const struct reg_proc *p)
 		unlink(path);
 }
 
-static bool accepted_bit(const struct reg_proc *p, unsigned k)
+static bool bit_get(const uint8_t *bm, unsigned k)
 {
-	return p->accepted[k / 8] & (1u << (k % 8));
+	return __atomic_load_n(&bm[k / 8], __ATOMIC_ACQUIRE) & (1u << (k % 8));
 }
 
-static void set_accepted(struct reg_proc *p, unsigned k, bool v)
+/* LOCK_EX held: no other writer; readers read without the lock. */
+static void bit_set(uint8_t *bm, unsigned k, bool v)
 {
-	if (v)
-		p->accepted[k / 8] |= (uint8_t)(1u << (k % 8));
-	else
-		p->accepted[k / 8] &= (uint8_t)~(1u << (k % 8));
+	uint8_t b = bm[k / 8];
+
+	b = v ? (uint8_t)(b | (1u << (k % 8))) : (uint8_t)(b & ~(1u << (k % 8)));
+	__atomic_store_n(&bm[k / 8], b, __ATOMIC_RELEASE);
+}
+
+static bool accepted_bit(const struct reg_proc *p, unsigned k)
+{
+	return bit_get(p->accepted, k);
 }
 
 /* Partner k leaves p's list: the last one takes its place.  LOCK_EX. */
@@ -494,9 +508,11 @@ static void remove_partner(struct reg_proc *p, unsigned k)
 	unsigned last = --p->npartners;
 
 	p->partners[k] = p->partners[last];
-	set_accepted(p, k, accepted_bit(p, last));
+	bit_set(p->accepted, k, bit_get(p->accepted, last));
+	bit_set(p->mapped, k, bit_get(p->mapped, last));
 	p->partners[last] = 0;
-	set_accepted(p, last, false);
+	bit_set(p->accepted, last, false);
+	bit_set(p->mapped, last, false);
 }
 
 /* The shm pairs a process leaves: each partner counts one less; no record
@@ -514,6 +530,7 @@ static void unpair_all(unsigned slot)
 	}
 	p->npartners = 0;
 	memset(p->accepted, 0, sizeof(p->accepted));
+	memset(p->mapped, 0, sizeof(p->mapped));
 	for (unsigned i = 0; i < RIPC_REG_MAX_PROCS; i++) {
 		struct reg_proc *q = proc_at(i);
 
@@ -858,9 +875,43 @@ uint32_t *ripc__reg_sleep_word(int slot)
 	return &proc_at((unsigned)slot)->sleeping;
 }
 
+uint32_t *ripc__reg_mail_word(int slot)
+{
+	if (!reg.map || slot < 0 || slot >= RIPC_REG_MAX_PROCS)
+		return NULL;
+	return &proc_at((unsigned)slot)->mail;
+}
+
 int ripc__reg_self_slot(void)
 {
 	return reg.self;
+}
+
+int ripc__reg_vouch(uint64_t incarnation, pid_t pid)
+{
+	int ret = -ENOENT, fd;
+	uint64_t start = 0;
+
+	if (!reg.map || !incarnation || pid <= 0)
+		return -ENOENT;
+	lock(LOCK_SH);
+	for (unsigned i = 0; i < RIPC_REG_MAX_PROCS; i++) {
+		const struct reg_proc *p = proc_at(i);
+
+		if (p->state == PROC_LIVE && p->incarnation == incarnation) {
+			ret = p->pid == pid ? 0 : -EPERM;
+			start = p->starttime;
+			break;
+		}
+	}
+	unlock();
+	/* It is alive: it has just sent.  Its pidfd goes into the cache,
+	 * so that the look-ups that follow (the sender as a peer, the
+	 * route for the answer) do not read /proc. */
+	if (ret == 0 && alive_cached(pid, start) < 0 &&
+	    (fd = (int)syscall(SYS_pidfd_open, pid, 0)) >= 0)
+		alive_note(pid, start, fd);
+	return ret;
 }
 
 int ripc__reg_find_incarnation(uint64_t incarnation,
@@ -962,7 +1013,8 @@ bool ripc__reg_shm_pair(int other, unsigned limit)
 			ok = true;
 		} else if (me->shm_pairs < limit && o->shm_pairs < limit &&
 			   me->npartners < REG_MAX_PARTNERS) {
-			set_accepted(me, me->npartners, false);
+			bit_set(me->accepted, me->npartners, false);
+			bit_set(me->mapped, me->npartners, false);
 			me->partners[me->npartners++] = (uint16_t)(other + 1);
 			me->shm_pairs++;
 			o->shm_pairs++;
@@ -1018,7 +1070,7 @@ static int partner_index(const struct reg_proc *p, int other)
 
 bool ripc__reg_shm_accepted(int other)
 {
-	const struct reg_proc *me;
+	const struct reg_proc *me, *o;
 	int k;
 
 	if (!reg.map || reg.self < 0 || other < 0 ||
@@ -1027,10 +1079,32 @@ bool ripc__reg_shm_accepted(int other)
 	me = proc_at((unsigned)reg.self);
 	/* Read without the lock: a stale "not yet" only means asking again. */
 	k = partner_index(me, other);
-	if (k < 0)
-		return true; /* it formed the pair: it mapped us first */
-	return __atomic_load_n(&me->accepted[k / 8], __ATOMIC_ACQUIRE) &
-	       (1u << (k % 8));
+	if (k >= 0)
+		return bit_get(me->accepted, (unsigned)k);
+	/* It formed the pair: it has to have mapped us in turn. */
+	o = proc_at((unsigned)other);
+	k = partner_index(o, reg.self);
+	return k < 0 || bit_get(o->mapped, (unsigned)k);
+}
+
+void ripc__reg_shm_mapped(int other, uint64_t incarnation)
+{
+	struct reg_proc *me, *o;
+	int k;
+
+	if (!reg.map || reg.self < 0 || other < 0 ||
+	    other >= RIPC_REG_MAX_PROCS || other == reg.self)
+		return;
+	me = proc_at((unsigned)reg.self);
+	o = proc_at((unsigned)other);
+	lock(LOCK_EX);
+	if (o->state == PROC_LIVE && o->incarnation == incarnation) {
+		if ((k = partner_index(me, other)) >= 0)
+			bit_set(me->mapped, (unsigned)k, true);
+		else if ((k = partner_index(o, reg.self)) >= 0)
+			bit_set(o->accepted, (unsigned)k, true);
+	}
+	unlock();
 }
 
 uint32_t ripc__reg_accept_requests(void)
@@ -1072,11 +1146,7 @@ void ripc__reg_accept_done(int slot, uint64_t incarnation)
 	q = proc_at((unsigned)slot);
 	lock(LOCK_EX);
 	if (q->state == PROC_LIVE && q->incarnation == incarnation &&
-	    (k = partner_index(q, reg.self)) >= 0) {
-		uint8_t *b = &q->accepted[k / 8];
-
-		__atomic_store_n(b, (uint8_t)(*b | (1u << (k % 8))),
-				 __ATOMIC_RELEASE);
-	}
+	    (k = partner_index(q, reg.self)) >= 0)
+		bit_set(q->accepted, (unsigned)k, true);
 	unlock();
 }

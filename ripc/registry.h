@@ -89,10 +89,21 @@ void ripc__reg_foreach_proc(void (*fn)(const struct ripc_reg_proc_info *proc,
  * The sleep word of a process: non-zero while its progress sleeps and
  * wants a doorbell ring for new work (bell.c).  NULL if slot is invalid. */
 uint32_t *ripc__reg_sleep_word(int slot);
+/* Its mail word: bumped after a message was sent to it through its
+ * doorbell socket (bell.c).  NULL if slot is invalid. */
+uint32_t *ripc__reg_mail_word(int slot);
 int ripc__reg_self_slot(void);
 /* The live process with this incarnation: 0 and *out, or -ENOENT. */
 int ripc__reg_find_incarnation(uint64_t incarnation,
 			       struct ripc_reg_proc_info *out);
+/* Process pid (as the kernel names the sender of a datagram, bell.c)
+ * claims to be the process with this incarnation: 0 when the registry's
+ * live record of that incarnation has this pid, -EPERM when it has
+ * another, -ENOENT when there is none.  The process is then taken for
+ * alive (it has just sent) without reading /proc: a pid reused by
+ * another process of the same user could pass, which is within the
+ * registry's trust boundary (the user ID). */
+int ripc__reg_vouch(uint64_t incarnation, pid_t pid);
 /* libfabric 1.17's shm provider holds at most 256 peers per endpoint and
  * misbehaves past that, so every pair of processes that talk over shm is
  * counted, in both records, before it may: returns true when this
@@ -114,14 +125,21 @@ bool ripc__reg_slot_live(int slot, uint64_t incarnation);
  * while it is alive) and said so here; the connection request then finds
  * the mapping made.
  *
- * accepted(other): may we send to `other` over shm?  True when it
- * accepted our pair, when it formed the pair itself (it mapped us before
- * its first send), or when there is nothing to wait for.
+ * The process that forms a pair maps the other only after its first
+ * messages have left (through the doorbell, bell.c), and says so with
+ * shm_mapped(); so either side waits for the other's word.
+ *
+ * accepted(other): may we send to `other` over shm?  True when it has
+ * mapped us (it accepted our pair, or it formed the pair and said it
+ * mapped us), or when there is nothing to wait for.
  * accept_requests(): a counter other processes bump when they form a pair
  * with us: check it, and if it moved, accept_pending() lists the
  * processes (live, with their addresses) whose pairs we have not accepted
- * yet; once mapped, accept_done(slot, incarnation) tells each. */
+ * yet; once mapped, accept_done(slot, incarnation) tells each.
+ * shm_mapped(slot, incarnation): we have mapped that process, whichever
+ * of us formed the pair (accept_done when it did). */
 bool ripc__reg_shm_accepted(int other);
+void ripc__reg_shm_mapped(int other, uint64_t incarnation);
 uint32_t ripc__reg_accept_requests(void);
 int ripc__reg_accept_pending(struct ripc_reg_proc_info *out, int max);
 void ripc__reg_accept_done(int slot, uint64_t incarnation);

@@ -146,6 +146,16 @@ void ripc__bell_disarm(void);
 /* After posting work for a same-host peer: ring it if it sleeps.  A
  * branch for peers on other hosts. */
 void ripc__bell_ring(const struct ripc_peer *peer);
+/* A message for a same-host peer not linked over shm yet: as a datagram
+ * to its doorbell.  0 sent, -EAGAIN not (queue it as usual). */
+int ripc__bell_post(const struct ripc_peer *peer, const void *buf,
+		    size_t len);
+/* Read the doorbell socket: rings, and messages sent by ripc__bell_post,
+ * which are dispatched.  From the engine.  Returns the messages. */
+int ripc__bell_input(void);
+/* Has a peer sent us a message through the doorbell since we last read
+ * it?  One load, on every progress pass. */
+static inline bool ripc__bell_has_mail(void);
 
 /* ---- memory (buffers.c) --------------------------------------------- */
 
@@ -246,7 +256,10 @@ struct ripc_peer {
 	uint32_t flush_gen;      /* last flush pass that found it busy */
 	int8_t tp;
 	bool dead;               /* a sweep found its process gone */
+	bool mapped;             /* handle is valid: av_insert done */
+	bool map_pending;        /* counted in nunmapped: the engine maps it */
 	bool ready;              /* may be sent to (ripc__peer_ready) */
+	bool linked;             /* a message of ours went over tp */
 	uint8_t addrlen;
 	uint8_t addr[RIPC_ADDR_MAX];
 };
@@ -538,12 +551,15 @@ struct ripc_ctx {
 	} no_room[16];
 	unsigned no_room_next;
 	uint64_t sweep_retry_ns; /* a dead peer was still in use: again then */
+	unsigned nunmapped;      /* same-host peers the engine is to map */
+	uint64_t map_retry_ns;   /* a mapping failed: not again before */
 
 	/* Our doorbell (bell.c): the socket others ring, one to ring them
 	 * with, and the registry word that says we sleep. */
 	struct {
 		int fd, out;
 		uint32_t *word;
+		uint32_t *mail; /* bumped by peers that sent us datagrams */
 		unsigned armed; /* threads that armed it and sleep on fd */
 	} bell;
 
@@ -575,6 +591,12 @@ struct ripc_ctx {
 
 extern struct ripc_ctx ripc__ctx;
 #define CTX (&ripc__ctx)
+
+static inline bool ripc__bell_has_mail(void)
+{
+	return CTX->bell.mail &&
+	       __atomic_load_n(CTX->bell.mail, __ATOMIC_SEQ_CST) != 0;
+}
 
 /* ---- lifecycle (init.c; called by the API layer only) ---------------- */
 
@@ -663,9 +685,16 @@ void ripc__peers_sweep(void);
  * (registry.h, accepting a pair); meanwhile it is rung and the caller
  * treats the peer as busy (-EAGAIN).  Cheap once true (one flag). */
 bool ripc__peer_ready(struct ripc_peer *p);
+/* The same without the ring (the transmit queue may send the message
+ * through the doorbell instead, which wakes the peer itself). */
+bool ripc__peer_mapped_us(struct ripc_peer *p);
 /* Map the processes that formed shm pairs with us (engine only; a load
  * when nobody did). */
 void ripc__peers_accept(void);
+/* Map the same-host peers made since the last pass (engine only, when
+ * CTX->nunmapped): peer_get leaves that to the engine, so that a first
+ * message leaves without waiting for it (bell.c). */
+void ripc__peers_map(void);
 static inline struct ripc_peer *ripc__peer_hold(struct ripc_peer *p)
 {
 	p->refs++;
@@ -786,6 +815,12 @@ struct ripc_recv_out {
  * back).  Frees it otherwise. */
 int ripc__recv_hand_over(struct ripc_msg *m, const struct ripc_recv_out *o);
 void ripc__dispatch(struct ripc_tp *t, struct ripc_slot *s, size_t len);
+/* A message that came through the doorbell socket (bell.c) from process
+ * pid: dispatched as if it came over t once its sender proves to be the
+ * process the registry knows by the incarnation it claims.  The slot is
+ * taken over (never posted). */
+void ripc__dispatch_mail(struct ripc_tp *t, struct ripc_slot *s, size_t len,
+			 pid_t pid);
 void ripc__recv_slot_done(struct ripc_tp *t, struct ripc_slot *s, int err,
 			  size_t len);
 void ripc__pull_start(struct ripc_peer *peer, uint64_t cookie,

@@ -27,19 +27,39 @@
 
 #define TXQ_MAX 4096 /* queued messages; beyond, sends fail RIPC_ENOMEM */
 
-/* After a post to a peer on this host: wake it if it sleeps.  Also when
- * the post found the transport busy: shm refuses (-EAGAIN) until the
- * peer has taken our connection request or made room, which it does only
- * while it makes progress. */
-static inline void tx_ring(struct ripc_peer *peer, int ret)
+/* After a post to a peer on this host (ret: what the transport said, or
+ * -EAGAIN if the peer could not be posted to yet): 0 when the message is
+ * on its way, else ret.
+ *
+ * A post that went links the pair: from now on it talks over the
+ * transport (shm), and the peer is rung if it sleeps.  A peer that cannot
+ * take the message over shm yet (it has not mapped us, or shm has its
+ * connection request still unanswered) and has not been linked gets it
+ * through its doorbell instead (bell.c), which also wakes it.  Failing
+ * that the peer is rung anyway: shm refuses (-EAGAIN) until the peer has
+ * taken our connection request or made room, which it does only while it
+ * makes progress. */
+static int after_post(struct ripc_peer *peer, const void *buf, size_t len,
+		      int ret)
 {
-	if (ret == 0 || ret == -EAGAIN)
+	if (ret == 0) {
+		peer->linked = true;
 		ripc__bell_ring(peer);
+		return 0;
+	}
+	if (ret != -EAGAIN)
+		return ret;
+	if (!peer->linked && peer->reg_slot1 &&
+	    ripc__bell_post(peer, buf, len) == 0)
+		return 0;
+	ripc__bell_ring(peer);
+	return ret;
 }
 
 /* One attempt to post an encoded message from slot s: 0 (s is the
- * transport's until its completion, or free again if injected), -EAGAIN,
- * or another negative errno (s is still the caller's). */
+ * transport's until its completion, or free again if injected or sent
+ * through the doorbell), -EAGAIN, or another negative errno (s is still
+ * the caller's). */
 static int post_once(struct ripc_peer *peer, struct ripc_slot *s, size_t len)
 {
 	struct ripc_tp *t = &CTX->tp[peer->tp];
@@ -47,13 +67,18 @@ static int post_once(struct ripc_peer *peer, struct ripc_slot *s, size_t len)
 	void *desc;
 	int ret;
 
-	if (!ripc__peer_ready(peer))
-		return -EAGAIN; /* it has not mapped us yet (peer.c) */
-	if (len <= t->attr.inject_size) {
-		ret = t->ops->inject(t->p, peer->handle, s->buf, len);
+	if (!ripc__peer_mapped_us(peer)) {
+		/* It has not mapped us yet (peer.c). */
+		ret = after_post(peer, s->buf, len, -EAGAIN);
 		if (ret == 0)
 			ripc__slot_put(s);
-		tx_ring(peer, ret);
+		return ret;
+	}
+	if (len <= t->attr.inject_size) {
+		ret = t->ops->inject(t->p, peer->handle, s->buf, len);
+		ret = after_post(peer, s->buf, len, ret);
+		if (ret == 0)
+			ripc__slot_put(s);
 		return ret;
 	}
 	s->op.kind = RIPC_OP_SEND;
@@ -62,11 +87,15 @@ static int post_once(struct ripc_peer *peer, struct ripc_slot *s, size_t len)
 	iov = (struct iovec){ s->buf, len };
 	desc = ripc__desc_for(t->id, s->buf, len);
 	ret = t->ops->send(t->p, peer->handle, &iov, &desc, 1, &s->op);
-	if (ret == 0)
+	if (ret == 0) {
 		t->tx_inflight++;
-	else
-		s->state = SLOT_FREE;
-	tx_ring(peer, ret);
+		return after_post(peer, s->buf, len, 0);
+	}
+	s->state = SLOT_FREE;
+	s->tp = -1;
+	ret = after_post(peer, s->buf, len, ret);
+	if (ret == 0)
+		ripc__slot_put(s); /* it went through the doorbell */
 	return ret;
 }
 
@@ -78,14 +107,11 @@ static int inject_now(struct ripc_peer *peer, const struct ripc_wire_out *m,
 	struct ripc_tp *t = &CTX->tp[peer->tp];
 	uint8_t buf[4096] __attribute__((aligned(8)));
 
-	int ret;
-
-	if (!ripc__peer_ready(peer))
-		return -EAGAIN;
 	ripc__wire_encode_sized(m, buf, len);
-	ret = t->ops->inject(t->p, peer->handle, buf, len);
-	tx_ring(peer, ret);
-	return ret;
+	if (!ripc__peer_mapped_us(peer))
+		return after_post(peer, buf, len, -EAGAIN);
+	return after_post(peer, buf, len,
+			  t->ops->inject(t->p, peer->handle, buf, len));
 }
 
 int ripc__tx_send(struct ripc_peer *peer, const struct ripc_wire_out *m,

@@ -500,7 +500,8 @@ static const struct {
 	STAT(release_events_dropped), STAT(bell_rings),
 	STAT(bell_wakeups),	  STAT(shm_fallback_tcp),
 	STAT(peers_reaped),	  STAT(resolve_gone),
-	STAT(direct_wakeups),
+	STAT(direct_wakeups),	  STAT(bell_msgs_sent),
+	STAT(bell_msgs_recv),
 };
 #undef STAT
 /* A counter added to struct ripc_stats must be named above too. */

@@ -25,7 +25,11 @@
  *   RETURN notifications for buffers never offered and beyond an offered
  *   buffer's length;
  *   a flood of short messages while the victim does not receive (bounded
- *   queue, drops counted), and thousands of return-buffer offers.
+ *   queue, drops counted), and thousands of return-buffer offers;
+ *   over shm, messages through the victim's doorbell socket (how a
+ *   same-host peer sends its first messages, ripc_protocol(7)) that claim
+ *   an incarnation nobody has, or the victim's own, or are malformed:
+ *   dropped and counted; a well-formed one in our own name is answered.
  * The victim's counters must show every class of drop.
  */
 #include <errno.h>
@@ -197,6 +201,29 @@ static void ring_victim(void)
 		   (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
 			       n)) < 0)
 		(void)0; /* no doorbell (tcp, or RIPC_DOORBELL=0): fine */
+}
+
+/* A message through the victim's doorbell, as a same-host peer sends its
+ * first ones (ripc_protocol(7), HOST REGISTRY): the datagram, then the
+ * victim's mail word. */
+static void mail_victim(const void *buf, size_t len, int victim_slot)
+{
+	static int fd = -1;
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	uint32_t *mail = ripc__reg_mail_word(victim_slot);
+	int n;
+
+	if (fd < 0)
+		fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1,
+		     "ripc-bell-%u-%016llx", (unsigned)geteuid(),
+		     (unsigned long long)victim_inc);
+	FT_CHECK(fd >= 0 && mail, "doorbell socket");
+	FT_CHECK(sendto(fd, buf, len, 0, (struct sockaddr *)&a,
+			(socklen_t)(offsetof(struct sockaddr_un, sun_path) +
+				    1 + n)) == (ssize_t)len,
+		 "datagram to the victim's doorbell: %s", strerror(errno));
+	__atomic_fetch_add(mail, 1, __ATOMIC_SEQ_CST);
 }
 
 /* A process that forms an shm pair with us (the victim, to answer) waits
@@ -680,6 +707,55 @@ static int client(void)
 		       (unsigned long)(st.drops_queue_full -
 				       st0.drops_queue_full),
 		       (unsigned long)(st.short_recv - st0.short_recv));
+	}
+	/* 7. Doorbell mail (shm only: tcp processes have no doorbell). */
+	if (attr.same_host_only) {
+		static uint8_t buf[RIPC_WIRE_MAX];
+		void *b[1] = { "ping" };
+		uint32_t l[1] = { 5 };
+		struct ripc_wire_out m = { .type = RIPC_MT_SHORT, .nshort = 1,
+					   .short_buf = b, .short_len = l };
+		struct ripc_stats s1;
+		size_t n;
+
+		stats(&s1);
+		/* an incarnation nobody has */
+		n = ripc__wire_encode(&(struct ripc_wire_out){
+			.type = RIPC_MT_SHORT, .nshort = 1, .short_buf = b,
+			.short_len = l, .src = me, .dst = victim,
+			.src_inc = my_inc ^ 0x5a5a, .dst_inc = victim_inc },
+			buf);
+		mail_victim(buf, n, v.slot1 - 1);
+		/* the victim's own incarnation: not our pid */
+		n = ripc__wire_encode(&(struct ripc_wire_out){
+			.type = RIPC_MT_SHORT, .nshort = 1, .short_buf = b,
+			.short_len = l, .src = me, .dst = victim,
+			.src_inc = victim_inc, .dst_inc = victim_inc },
+			buf);
+		mail_victim(buf, n, v.slot1 - 1);
+		pump(0.5, NULL, NULL);
+		FT_CHECK(!take_msg(), "forged mail answered");
+		/* malformed: a truncated message */
+		n = encode(&m, buf);
+		mail_victim(buf, n - 3, v.slot1 - 1);
+		alive("forged and malformed doorbell mail");
+		stats(&st);
+		FT_CHECK(st.drops_forged - s1.drops_forged >= 2,
+			 "forged doorbell mail counted: %lu",
+			 (unsigned long)(st.drops_forged - s1.drops_forged));
+		FT_CHECK(st.drops_malformed > s1.drops_malformed,
+			 "malformed doorbell mail not counted");
+		FT_CHECK(st.bell_msgs_recv == s1.bell_msgs_recv + 3,
+			 "doorbell messages received: %lu, 3 expected",
+			 (unsigned long)(st.bell_msgs_recv -
+					 s1.bell_msgs_recv));
+		/* well-formed, in our own name: answered */
+		n = encode(&m, buf);
+		mail_victim(buf, n, v.slot1 - 1);
+		FT_CHECK(got_pong(20), "a ping through the doorbell was not "
+				       "answered");
+		ft_log("doorbell mail: 2 forged and 1 malformed dropped, a "
+		       "ping answered");
 	}
 	stats(&st);
 	FT_CHECK(st.drops_stale > st0.drops_stale, "stale not counted");

@@ -23,7 +23,8 @@
 # 100; all C answered; the server still alive at the end.  The server's
 # counters (ripc_info -c) show how it coped: peers_reaped (ended clients
 # removed from its shm endpoint, which holds 256), shm_fallback_tcp,
-# bell_wakeups.
+# bell_wakeups, bell_msgs_recv (first messages that came through the
+# doorbell while the shm pair was being set up).
 #
 # Every process is started by this script, recorded by pid and stopped by
 # pid; the registry (RIPC_REGISTRY, private) and /dev/shm files of our
@@ -217,7 +218,7 @@ INFO=$BUILD/tools/ripc_info
 if [ -x "$INFO" ] && alive "$SRV_PID"; then
 	sleep 0.5
 	"$INFO" -c 2> /dev/null | grep "^stats\.$SRV_PID\." |
-		grep -E '\.(peers_reaped|shm_fallback_tcp|bell_rings|bell_wakeups|short_recv|drops_[a-z_]+): [1-9]' |
+		grep -E '\.(peers_reaped|shm_fallback_tcp|bell_rings|bell_wakeups|bell_msgs_recv|bell_msgs_sent|short_recv|drops_[a-z_]+): [1-9]' |
 		sed "s/^stats\.$SRV_PID\./server counter /"
 fi
 # End the server by pid (it ignores nothing: SIGTERM makes it leave).

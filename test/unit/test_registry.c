@@ -78,10 +78,19 @@ static void open_attach(uint64_t inc)
 
 /* ---- other processes ------------------------------------------------ */
 
-enum child_op { OP_ATTACH, OP_CLAIM, OP_CLAIM_RANDOM, OP_JOIN, OP_PAIR };
+enum child_op {
+	OP_ATTACH,
+	OP_CLAIM,
+	OP_CLAIM_RANDOM,
+	OP_JOIN,
+	OP_PAIR,
+	OP_PAIR_MAPPED, /* OP_PAIR, then says it has mapped the other */
+};
 
-/* OP_PAIR: pair with this slot (the test's own), with `id` as the limit. */
+/* OP_PAIR: pair with this slot (the test's own), with `id` as the limit;
+ * OP_PAIR_MAPPED: the incarnation there. */
 static int pair_with;
+static uint64_t pair_with_inc;
 
 struct child {
 	pid_t pid;
@@ -133,8 +142,15 @@ static void child_start(struct child *c, enum child_op op, uint16_t id,
 			r = ripc__reg_claim(id, op == OP_CLAIM_RANDOM);
 		else if (!r && op == OP_JOIN)
 			r = ripc__reg_join(id);
-		else if (!r && op == OP_PAIR)
+		else if (!r && (op == OP_PAIR || op == OP_PAIR_MAPPED))
 			r = ripc__reg_shm_pair(pair_with, id) ? 0 : -ENOSPC;
+		if (!r && op == OP_PAIR_MAPPED) {
+			struct ripc_reg_proc_info o;
+
+			r = ripc__reg_find_incarnation(pair_with_inc, &o);
+			if (!r)
+				ripc__reg_shm_mapped(pair_with, pair_with_inc);
+		}
 		if (write(res[1], &r, sizeof(r)) != sizeof(r))
 			_exit(2);
 		while (read(hold[0], &b, 1) > 0)
@@ -1183,4 +1199,77 @@ Test(registry, slot_live_reclaims_dead)
 	/* Reclaimed at once: its record and its ID. */
 	cr_assert_eq(ripc__reg_find_incarnation(child_inc(&a), &out), -ENOENT);
 	cr_assert_eq(ripc__reg_claim(710, false), 0);
+}
+
+/* Either side of a pair sends over shm only once the other has mapped it
+ * (registry.h): the one that forms the pair maps the other after its
+ * first messages have gone through the doorbell. */
+Test(registry, shm_pair_waits_for_both_mappings)
+{
+	struct ripc_reg_proc_info req[4];
+	struct child a, b;
+	int sa, sb, n;
+	uint32_t before = 0;
+
+	open_attach(0x96);
+	pair_with = ripc__reg_self_slot();
+	pair_with_inc = 0x96;
+	before = ripc__reg_accept_requests();
+	/* a forms a pair with us and has not mapped us yet. */
+	cr_assert_eq(spawn(&a, OP_PAIR, 10, true), 0);
+	sa = child_slot(&a);
+	cr_assert_neq(ripc__reg_accept_requests(), before, "asked to accept");
+	cr_assert(!ripc__reg_shm_accepted(sa), "a has not mapped us");
+	n = ripc__reg_accept_pending(req, 4);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(req[0].incarnation, child_inc(&a));
+	/* We map a: accepted on a's side, so nothing pending any more; we
+	 * still wait for a. */
+	ripc__reg_shm_mapped(sa, child_inc(&a));
+	cr_assert_eq(ripc__reg_accept_pending(req, 4), 0);
+	cr_assert(!ripc__reg_shm_accepted(sa), "still not mapped by a");
+	/* b forms a pair and maps us: we may send to b at once. */
+	cr_assert_eq(spawn(&b, OP_PAIR_MAPPED, 10, true), 0);
+	sb = child_slot(&b);
+	cr_assert(ripc__reg_shm_accepted(sb), "b mapped us");
+	cr_assert_eq(ripc__reg_accept_pending(req, 4), 1, "b waits for us");
+	/* Another incarnation in b's slot changes nothing. */
+	ripc__reg_shm_mapped(sb, child_inc(&b) + 1);
+	cr_assert_eq(ripc__reg_accept_pending(req, 4), 1);
+	ripc__reg_shm_mapped(sb, child_inc(&b));
+	cr_assert_eq(ripc__reg_accept_pending(req, 4), 0);
+	child_release(&a);
+	child_release(&b);
+}
+
+/* A doorbell datagram's sender (pid, from the kernel) must be the process
+ * the registry holds for the incarnation its message claims. */
+Test(registry, vouch_and_mail_word)
+{
+	struct child a;
+	uint32_t *mine, *theirs;
+
+	cr_assert_null(ripc__reg_mail_word(0), "before open");
+	cr_assert_eq(ripc__reg_vouch(0x97, getpid()), -ENOENT, "before open");
+	open_attach(0x97);
+	cr_assert_eq(spawn(&a, OP_ATTACH, 0, true), 0);
+	cr_assert_eq(ripc__reg_vouch(0x97, getpid()), 0);
+	cr_assert_eq(ripc__reg_vouch(child_inc(&a), a.pid), 0);
+	cr_assert_eq(ripc__reg_vouch(child_inc(&a), getpid()), -EPERM,
+		     "our pid in a's name");
+	cr_assert_eq(ripc__reg_vouch(0x97, a.pid), -EPERM);
+	cr_assert_eq(ripc__reg_vouch(0x98, getpid()), -ENOENT, "nobody's");
+	cr_assert_eq(ripc__reg_vouch(0, getpid()), -ENOENT);
+	cr_assert_eq(ripc__reg_vouch(0x97, 0), -ENOENT);
+	mine = ripc__reg_mail_word(ripc__reg_self_slot());
+	theirs = ripc__reg_mail_word(child_slot(&a));
+	cr_assert_not_null(mine);
+	cr_assert_not_null(theirs);
+	cr_assert_neq(mine, theirs);
+	cr_assert_neq(mine, ripc__reg_sleep_word(ripc__reg_self_slot()));
+	cr_assert_null(ripc__reg_mail_word(-1));
+	cr_assert_null(ripc__reg_mail_word(RIPC_REG_MAX_PROCS));
+	child_release(&a);
+	cr_assert_eq(ripc__reg_vouch(child_inc(&a), a.pid), -ENOENT,
+		     "a process that detached");
 }
