@@ -194,6 +194,17 @@ case_signal() { # dir prov SIG
 			"$srv_id") >"$dir/c.$i" 2>&1 &
 		pid=$!
 		pids+=("$pid")
+		# The signal goes to a process in traffic, not one still
+		# starting: a signal during the dynamic loading lands in
+		# libinfinipath's handler, whose exit() then waits forever,
+		# under AddressSanitizer, for the lock of ASan's global
+		# registration that the interrupted loader holds (seen once
+		# in 80 runs; a backtrace in /tmp/ripc-lifecycle-bt.*).
+		for _ in $(seq 1 $((500 * slow))); do
+			grep -q 'first request answered' "$dir/c.$i" && break
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.01
+		done
 		sleep "0.$(printf '%03d' "$(rand 100 600)")"
 		t0=$(now_ms)
 		kill -"$sig" "$pid" 2>/dev/null
