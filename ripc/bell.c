@@ -32,7 +32,8 @@
  * then the pair talks over shm.  The datagram itself wakes a sleeper;
  * the sender then bumps the peer's mail word in the registry, which the
  * peer's every progress pass loads (ripc__bell_has_mail) and, when it
- * moved, reads the socket (ripc__bell_input).
+ * moved, reads the socket (the engine, progress.c: ripc__bell_recv, then
+ * the message is dispatched).
  *
  * Order: a sender posts to a peer over shm only after its datagrams to
  * it (the transmit queue keeps one order per peer, and a peer stays on
@@ -44,9 +45,10 @@
  *
  * Trust: anybody on this host may send to an abstract socket.  The
  * kernel tells the receiver who sent a datagram (SO_PASSCRED): one of
- * another user is dropped, and a message is dispatched only if its
- * sender's pid is the pid the registry holds for the incarnation the
- * message claims, which is more than shm can say of its own messages.
+ * another user is dropped, and so is a message whose source incarnation
+ * the registry holds for a live process of another pid; more than shm can
+ * say of its own messages.  A message from a process that has ended since
+ * it sent (its record is gone) is handled, as its shm messages would be.
  * A message that arrives this way is validated like any other.
  */
 #include <errno.h>
@@ -163,16 +165,15 @@ void ripc__bell_arm(void)
 	__atomic_store_n(CTX->bell.word, 1, __ATOMIC_SEQ_CST);
 }
 
-/* Awake again: drain the datagrams; stop wanting rings once nobody sleeps
- * on the socket any more.  The caller makes a progress pass before it
- * lets go of the lock. */
+/* Awake again: stop wanting rings once nobody sleeps on the socket any
+ * more.  The caller drains the socket and makes a progress pass before it
+ * lets go of the lock (progress.c). */
 void ripc__bell_disarm(void)
 {
 	if (!CTX->bell.word || !CTX->bell.armed)
 		return;
 	__atomic_store_n(CTX->bell.word, --CTX->bell.armed ? 1 : 0,
 			 __ATOMIC_SEQ_CST);
-	ripc__bell_input();
 }
 
 /* After handing work to a same-host peer over shm: wake it if it sleeps. */
@@ -197,87 +198,68 @@ void ripc__bell_ring(const struct ripc_peer *peer)
 		CTX->stats.bell_rings++;
 }
 
-/* The datagrams mail() wants at most, per call: one pass of the engine
- * must stay short however many peers write at once. */
-#define MAIL_BATCH 16
-
-/* The same-host transport a message from the doorbell counts as arriving
- * on: the one the doorbell exists for (shm). */
-static struct ripc_tp *mail_tp(void)
+/* One datagram from the doorbell socket into buf (room bytes; NULL: no
+ * room for a message).  Returns what it was, and for a message its length
+ * and the sending process; RIPC_BELL_EMPTY when nothing is there.  The
+ * kernel names the sender (SO_PASSCRED): another user's message is
+ * RIPC_BELL_FOREIGN.  Lock held (the engine's). */
+enum ripc_bell_in ripc__bell_recv(void *buf, size_t room, size_t *len,
+				  pid_t *pid)
 {
-	for (unsigned i = 0; i < RIPC_PROV_MAX; i++)
-		if (CTX->tp[i].open && CTX->tp[i].attr.same_host_only)
-			return &CTX->tp[i];
-	return NULL;
-}
-
-/* Read what is in the doorbell socket: rings (one byte) are counted,
- * messages are dispatched as if they came over shm (dispatch.c checks
- * that the sender is who it claims).  Lock held, from the engine. */
-int ripc__bell_input(void)
-{
-	struct ripc_tp *t = mail_tp();
-	int got = 0;
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(struct ucred))];
+	} cm;
+	char ring[16];
+	struct iovec iov = buf ? (struct iovec){ buf, room }
+			       : (struct iovec){ ring, sizeof(ring) };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = cm.buf,
+			     .msg_controllen = sizeof(cm.buf) };
+	const struct ucred *cred = NULL;
+	ssize_t n;
 
 	if (CTX->bell.fd < 0)
-		return 0;
+		return RIPC_BELL_EMPTY;
+	do
+		n = recvmsg(CTX->bell.fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return RIPC_BELL_EMPTY;
+	if (n <= 1) {
+		CTX->stats.bell_wakeups++;
+		return RIPC_BELL_RING;
+	}
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET &&
+		    c->cmsg_type == SCM_CREDENTIALS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(struct ucred)))
+			cred = (const struct ucred *)CMSG_DATA(c);
+	if (!buf)
+		return RIPC_BELL_NO_ROOM;
+	if (mh.msg_flags & MSG_TRUNC)
+		return RIPC_BELL_TOO_LONG;
+	if (!cred || (mh.msg_flags & MSG_CTRUNC) || cred->uid != geteuid())
+		return RIPC_BELL_FOREIGN;
+	*len = (size_t)n;
+	*pid = cred->pid;
+	CTX->stats.bell_msgs_recv++;
+	return RIPC_BELL_MSG;
+}
+
+/* Reading the socket: mail sent before now is read now. */
+void ripc__bell_mail_clear(void)
+{
 	if (CTX->bell.mail)
 		__atomic_store_n(CTX->bell.mail, 0, __ATOMIC_SEQ_CST);
-	for (unsigned n = 0; n < MAIL_BATCH; n++) {
-		union {
-			struct cmsghdr h;
-			char buf[CMSG_SPACE(sizeof(struct ucred))];
-		} cm;
-		struct ripc_slot *s = ripc__slot_get();
-		char ring[16];
-		struct iovec iov = s ? (struct iovec){ s->buf, RIPC_SLOT_SIZE }
-				     : (struct iovec){ ring, sizeof(ring) };
-		struct msghdr mh = { .msg_iov = &iov,
-				     .msg_iovlen = 1,
-				     .msg_control = cm.buf,
-				     .msg_controllen = sizeof(cm.buf) };
-		const struct ucred *cred = NULL;
-		ssize_t len = recvmsg(CTX->bell.fd, &mh,
-				      MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+}
 
-		if (len < 0) {
-			if (s)
-				ripc__slot_put(s);
-			if (errno == EINTR)
-				continue;
-			return got; /* empty (EAGAIN) */
-		}
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c;
-		     c = CMSG_NXTHDR(&mh, c))
-			if (c->cmsg_level == SOL_SOCKET &&
-			    c->cmsg_type == SCM_CREDENTIALS &&
-			    c->cmsg_len == CMSG_LEN(sizeof(struct ucred)))
-				cred = (const struct ucred *)CMSG_DATA(c);
-		if (len <= 1) {
-			CTX->stats.bell_wakeups++;
-		} else if (!s || !t || (mh.msg_flags & (MSG_TRUNC |
-							MSG_CTRUNC)) ||
-			   !cred || cred->uid != geteuid()) {
-			/* No slot to take it, or not a message of ours. */
-			CTX->stats.drops_forged += s && t && !(mh.msg_flags &
-							       MSG_TRUNC);
-			CTX->stats.drops_malformed += !!(mh.msg_flags &
-							 MSG_TRUNC);
-			if (!s || !t)
-				CTX->stats.drops_queue_full++;
-		} else {
-			CTX->stats.bell_msgs_recv++;
-			ripc__dispatch_mail(t, s, (size_t)len, cred->pid);
-			got++;
-			continue; /* the slot is dispatch's now */
-		}
-		if (s)
-			ripc__slot_put(s);
-	}
-	/* More than a batch: the next pass reads on. */
+/* More was left than one drain reads: the next pass reads on. */
+void ripc__bell_mail_again(void)
+{
 	if (CTX->bell.mail)
 		__atomic_store_n(CTX->bell.mail, 1, __ATOMIC_SEQ_CST);
-	return got;
 }
 
 /* A message for a same-host peer that cannot take it over shm yet: sent

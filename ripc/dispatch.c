@@ -283,8 +283,11 @@ void ripc__dispatch_mail(struct ripc_tp *t, struct ripc_slot *s, size_t len,
 
 	if (!decode(t, s, len, &in))
 		return;
-	if (ripc__reg_vouch(in.src_inc, pid)) {
-		/* Somebody else's words in a peer's name. */
+	/* A live process of another pid holds that incarnation: somebody
+	 * else's words in its name.  No live record at all is a sender
+	 * that has ended since (its message stands, as it would over shm)
+	 * or a claim nobody can check (as over shm). */
+	if (ripc__reg_vouch(in.src_inc, pid) == -EPERM) {
 		CTX->stats.drops_forged++;
 		ripc__log_rl(RIPC_LOG_INFO,
 			     "doorbell: pid %d is not incarnation %016llx: "

@@ -165,7 +165,8 @@ struct ripc_peer *ripc__peer_get(int tp, const void *addr, size_t len,
 		/* Mapped by the engine (ripc__peers_map): its first messages
 		 * go through its doorbell meanwhile. */
 		p->map_pending = true;
-		CTX->nunmapped++;
+		if (CTX->nunmapped++ == 0)
+			CTX->map_since_ns = ripc__now_ns();
 	} else if (same_addr) {
 		p->handle = same_addr->handle;
 		p->mapped = true;
@@ -329,6 +330,8 @@ void ripc__peers_map(void)
 		}
 	if (failed)
 		CTX->map_retry_ns = ripc__now_ns() + MAP_RETRY_NS;
+	if (CTX->nunmapped)
+		CTX->map_since_ns = ripc__now_ns(); /* the rest: next pass */
 }
 
 void ripc__peers_accept(void)

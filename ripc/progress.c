@@ -41,6 +41,73 @@
  * preempt an application thread on the same core (two context switches
  * per message).  It polls on a timer instead. */
 #define APP_ACTIVE_NS 1000000ull
+/* A new same-host peer waits at most this long for a quiet pass to be
+ * mapped in (progress_pass). */
+#define MAP_LATE_NS 2000000ull
+
+/* Messages read from the doorbell per drain: one pass stays short however
+ * many peers write at once. */
+#define MAIL_BATCH 16
+
+/* The same-host transport a message from the doorbell counts as arriving
+ * on: the one the doorbell exists for (shm). */
+static struct ripc_tp *mail_tp(void)
+{
+	for (unsigned i = 0; i < RIPC_PROV_MAX; i++)
+		if (CTX->tp[i].open && CTX->tp[i].attr.same_host_only)
+			return &CTX->tp[i];
+	return NULL;
+}
+
+/* Drain the doorbell socket: rings were only for waking, messages (a
+ * same-host peer's first ones, bell.c "Mail") are dispatched as if they
+ * came over shm.  Lock held.  Returns the messages. */
+static int mail_input(void)
+{
+	struct ripc_tp *t = mail_tp();
+	int got = 0;
+
+	ripc__bell_mail_clear();
+	for (unsigned n = 0; n < MAIL_BATCH; n++) {
+		struct ripc_slot *s = t ? ripc__slot_get() : NULL;
+		size_t len = 0;
+		pid_t pid = 0;
+
+		switch (ripc__bell_recv(s ? s->buf : NULL, RIPC_SLOT_SIZE,
+					&len, &pid)) {
+		case RIPC_BELL_EMPTY:
+			if (s)
+				ripc__slot_put(s);
+			return got;
+		case RIPC_BELL_MSG:
+			ripc__dispatch_mail(t, s, len, pid); /* takes s */
+			got++;
+			continue;
+		case RIPC_BELL_NO_ROOM:
+			CTX->stats.drops_queue_full++;
+			break;
+		case RIPC_BELL_TOO_LONG:
+			CTX->stats.drops_malformed++;
+			break;
+		case RIPC_BELL_FOREIGN:
+			CTX->stats.drops_forged++;
+			break;
+		case RIPC_BELL_RING:
+			break;
+		}
+		if (s)
+			ripc__slot_put(s);
+	}
+	ripc__bell_mail_again();
+	return got;
+}
+
+/* Awake again after sleeping on the doorbell: disarm, read what came. */
+static void bell_wake(void)
+{
+	ripc__bell_disarm();
+	mail_input();
+}
 
 static void handle_cqe(struct ripc_tp *t, const struct ripc_cqe *c)
 {
@@ -162,7 +229,7 @@ static int progress_pass(bool clock)
 	ripc__peers_accept();
 	/* First messages of same-host peers, through the doorbell. */
 	if (ripc__bell_has_mail())
-		total += ripc__bell_input();
+		total += mail_input();
 	for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
 		struct ripc_tp *t = &CTX->tp[i];
 
@@ -183,7 +250,7 @@ static int progress_pass(bool clock)
 			/* Doorbell mail sent before what shm gave us goes
 			 * first (bell.c, "Order"). */
 			if (t->attr.same_host_only && ripc__bell_has_mail())
-				total += ripc__bell_input();
+				total += mail_input();
 			t->last_event_ns = approx;
 			for (int k = 0; k < n; k++)
 				handle_cqe(t, &cqe[k]);
@@ -196,9 +263,13 @@ static int progress_pass(bool clock)
 	}
 	if (CTX->sweep_due && total == 0 && sweep_may_run(approx))
 		ripc__peers_sweep();
-	/* After the messages: mapping a new same-host peer takes tens of
-	 * microseconds, and its first messages came by the doorbell. */
-	if (CTX->nunmapped)
+	/* In a pass that found nothing (or 2 ms after the peer came, under
+	 * steady traffic): mapping a new same-host peer takes tens of
+	 * microseconds, under the lock that a thread about to take the
+	 * message just dispatched (the peer's first, which came by the
+	 * doorbell) waits for. */
+	if (CTX->nunmapped &&
+	    (total == 0 || (now && now - CTX->map_since_ns > MAP_LATE_NS)))
 		ripc__peers_map();
 	if (!ripc_list_empty(&CTX->pl.readq) ||
 	    !ripc_list_empty(&CTX->pl.read_retry))
@@ -333,7 +404,7 @@ static void *progress_main(void *arg)
 			g->leave_set = false;
 		}
 		if (armed) {
-			ripc__bell_disarm();
+			bell_wake();
 			armed = false;
 		}
 		if (g->idle) {
@@ -670,7 +741,7 @@ void ripc__engine_watch_end(void)
 		return;
 	g->watcher = false;
 	if (g->watcher_bell) {
-		ripc__bell_disarm();
+		bell_wake();
 		g->watcher_bell = false;
 	}
 }

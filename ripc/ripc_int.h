@@ -141,7 +141,7 @@ int ripc__bell_fd(void);
 /* Before sleeping: from now on peers ring.  Poll the transports once more
  * after arming, then sleep on ripc__bell_fd(). */
 void ripc__bell_arm(void);
-/* After waking: stop wanting rings, drain them. */
+/* After waking: stop wanting rings; the caller drains the socket. */
 void ripc__bell_disarm(void);
 /* After posting work for a same-host peer: ring it if it sleeps.  A
  * branch for peers on other hosts. */
@@ -150,9 +150,23 @@ void ripc__bell_ring(const struct ripc_peer *peer);
  * to its doorbell.  0 sent, -EAGAIN not (queue it as usual). */
 int ripc__bell_post(const struct ripc_peer *peer, const void *buf,
 		    size_t len);
-/* Read the doorbell socket: rings, and messages sent by ripc__bell_post,
- * which are dispatched.  From the engine.  Returns the messages. */
-int ripc__bell_input(void);
+/* One datagram from the doorbell socket: a ring, a message sent by
+ * ripc__bell_post (its length and sender in *len, *pid), or one dropped
+ * for the reason named.  buf: a receive slot, or NULL if none was free.
+ * From the engine, which drains the socket after clearing the mail word
+ * and dispatches the messages. */
+enum ripc_bell_in {
+	RIPC_BELL_EMPTY,
+	RIPC_BELL_RING,
+	RIPC_BELL_MSG,
+	RIPC_BELL_NO_ROOM,  /* a message, and no slot to take it */
+	RIPC_BELL_TOO_LONG, /* longer than any message */
+	RIPC_BELL_FOREIGN,  /* another user's, or no credentials */
+};
+enum ripc_bell_in ripc__bell_recv(void *buf, size_t room, size_t *len,
+				  pid_t *pid);
+void ripc__bell_mail_clear(void);
+void ripc__bell_mail_again(void);
 /* Has a peer sent us a message through the doorbell since we last read
  * it?  One load, on every progress pass. */
 static inline bool ripc__bell_has_mail(void);
@@ -553,6 +567,7 @@ struct ripc_ctx {
 	uint64_t sweep_retry_ns; /* a dead peer was still in use: again then */
 	unsigned nunmapped;      /* same-host peers the engine is to map */
 	uint64_t map_retry_ns;   /* a mapping failed: not again before */
+	uint64_t map_since_ns;   /* nunmapped went from 0 to 1 then */
 
 	/* Our doorbell (bell.c): the socket others ring, one to ring them
 	 * with, and the registry word that says we sleep. */

@@ -299,7 +299,7 @@ case_firstexit() { # dir prov
 			return 1
 		fi
 	done
-	echo "$runs runs: a first send to the stopped server gave up, the sender exited; the server lived on"
+	echo "$runs runs: a first send to the stopped server (queued in its doorbell, or given up), the sender exited; the server lived on"
 }
 
 case_fork() { # dir prov
