@@ -18,7 +18,15 @@
  *           received (before the answer, so it is back in place before
  *           the client can send the next message) -- the fast path;
  *   lib     no windows: the library allocates and registers a buffer per
- *           message and the server frees it (libRIPC's default path).
+ *           message and the server frees it (libRIPC's default path);
+ *   release as window, but the server does not answer: the client waits
+ *           with ripc_wait_released() until the server's library said it
+ *           has pulled the item (its DONE), which is the raw pull's
+ *           protocol (descriptor, read, DONE; fi_rma_bench -U).  Give -x
+ *           release to both sides.  Every message is still checked: the
+ *           server counts items whose two ends differ or whose stamps do
+ *           not increase, and the client fails if its answer to BYE
+ *           names any.
  *
  * Checks, none of them inside the timed part's hot path: the client stamps
  * the first and last 8 bytes of each item with a per-message value and
@@ -69,16 +77,24 @@ static void send_bye(uint16_t me, uint16_t to)
 
 /* ---- server ----------------------------------------------------------- */
 
+static bool release_mode(void)
+{
+	return bo.mode && !strcmp(bo.mode, "release");
+}
+
 static int server(void)
 {
-	bool windows = !bo.mode || !strcmp(bo.mode, "window");
+	bool windows = !bo.mode || !strcmp(bo.mode, "window") ||
+		       release_mode();
+	uint64_t bad = 0, last = 0;
 	uint16_t me = ripc_register_random_service_id();
 	size_t *sizes, nsizes = bench_sizes(bo.sizes, &sizes), max;
 	uint8_t *win[MAX_WINDOW] = { 0 };
 	uint64_t msgs = 0, missed = 0;
 
-	if (bo.mode && strcmp(bo.mode, "window") && strcmp(bo.mode, "lib"))
-		bench_die("-x must be window or lib");
+	if (bo.mode && strcmp(bo.mode, "window") && strcmp(bo.mode, "lib") &&
+	    !release_mode())
+		bench_die("-x must be window, lib or release");
 	if (me == RIPC_INVALID_SERVICE_ID)
 		bench_die("register: %s", ripc_strerror(ripc_last_error()));
 	max = bench_max_size(sizes, nsizes);
@@ -104,6 +120,14 @@ static int server(void)
 		if (r)
 			bench_die("receive: %s", ripc_strerror(r));
 		if (is_bye(ns, si, ss)) {
+			if (release_mode()) {
+				/* The count of bad items, then BYE. */
+				void *b[1] = { &bad };
+				uint32_t l[1] = { sizeof(bad) };
+
+				ripc_send_short(me, from, b, l, 1, NULL, NULL,
+						0);
+			}
 			send_bye(me, from);
 			bench_free_msg(ns, si, ss, li, ls);
 			break;
@@ -142,6 +166,16 @@ static int server(void)
 			missed += rep.missed;
 			ripc_buf_free(item);
 		}
+		if (release_mode()) {
+			/* No answer: the client waits for the release. */
+			uint64_t stamp = rep.head & ~VERIFY_FLAG;
+
+			bad += rep.head != rep.tail || stamp <= last ||
+			       rep.verified == 2;
+			last = stamp;
+			bench_free_msg(ns, si, ss, li, ls);
+			continue;
+		}
 		void *b[1] = { &rep };
 		uint32_t l[1] = { sizeof(rep) };
 
@@ -167,6 +201,7 @@ struct slot {
 
 static struct slot slot[MAX_WINDOW];
 static uint64_t seq;
+static bool released_checked; /* release mode: the server's count came */
 
 static void post(uint16_t me, unsigned s, uint32_t size, bool check)
 {
@@ -184,9 +219,30 @@ static void post(uint16_t me, unsigned s, uint32_t size, bool check)
 	slot[s].busy = true;
 }
 
+/* Release mode: wait until the library has released the oldest item in
+ * flight (the server's DONE came); returns its slot. */
+static unsigned reap_release(void)
+{
+	unsigned s = 0;
+
+	for (unsigned i = 1; i < (unsigned)bo.window; i++)
+		if (slot[i].busy && (!slot[s].busy ||
+				     slot[i].stamp < slot[s].stamp))
+			s = i;
+	uint8_t r = ripc_wait_released(slot[s].buf, 30000);
+
+	if (r)
+		bench_die("waiting for the release of slot %u: %s", s,
+			  ripc_strerror(r));
+	slot[s].busy = false;
+	return s;
+}
+
 /* Wait for one answer; returns the slot it frees. */
 static unsigned reap(uint16_t me, uint32_t size, uint64_t *missed)
 {
+	if (release_mode())
+		return reap_release();
 	void **si = NULL, **li = NULL;
 	uint32_t *ss = NULL, *ls = NULL;
 	uint16_t ns = 0, nl = 0, from;
@@ -324,10 +380,22 @@ static int client(void)
 					 &nl, 500))
 			continue;
 		bye = is_bye(ns, si, ss);
+		if (release_mode() && ns == 1 && ss[0] == sizeof(uint64_t)) {
+			uint64_t bad;
+
+			memcpy(&bad, si[0], sizeof(bad));
+			if (bad)
+				bench_die("the server found %llu items damaged "
+					  "or out of order",
+					  (unsigned long long)bad);
+			released_checked = true;
+		}
 		bench_free_msg(ns, si, ss, li, ls);
 		if (bye)
 			break;
 	}
+	if (release_mode() && !released_checked)
+		bench_die("the server's count of damaged items did not come");
 	free(sizes);
 	return 0;
 }

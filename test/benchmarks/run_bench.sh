@@ -11,6 +11,10 @@
 #
 #   libripc         ripc_pingpong: short-message ping-pong, median one-way
 #                   ripc_long_bw: long send, 1 in flight, receive windows
+#   libripc_rel     ripc_long_bw -x release: 1 in flight, no answer from
+#                   the server: the client waits for the release
+#                   (ripc_wait_released, the receiver library's DONE), the
+#                   same protocol as fi_rdm_pull
 #   libripc_w<N>    ripc_long_bw, N long sends in flight
 #   libripc_libbuf  ripc_long_bw, 1 in flight, library buffers (no window)
 #   libripc_spin    ripc_long_bw as libripc, both sides with RIPC_SPIN_US=1 s:
@@ -830,6 +834,7 @@ for ((r = 1; r <= REPS; r++)); do
 			run_step "$r" "libripc-lat-$p" step_ripc_lat "$p"
 			run_step "$r" "raw-$p" step_raw "$p"
 			run_step "$r" "libripc-bw-$p" step_ripc_bw "$p" libripc 1 window
+			run_step "$r" "libripc-bw-rel-$p" step_ripc_bw "$p" libripc_rel 1 release
 			run_step "$r" "libripc-bw-w$BW_WINDOW-$p" step_ripc_bw "$p" "libripc_w$BW_WINDOW" "$BW_WINDOW" window
 			run_step "$r" "libripc-bw-libbuf-$p" step_ripc_bw "$p" libripc_libbuf 1 lib
 			run_step "$r" "libripc-bw-spin-$p" step_ripc_bw "$p" libripc_spin 1 window RIPC_SPIN_US=1000000
@@ -1003,7 +1008,7 @@ targets_12_14() {
 		for z in 65536 1048576 4194304 16777216; do
 			a="libripc $p $z bw_MBps" b="fi_rdm_pull $p $z bw_MBps"
 			[ -n "${MED[$a]:-}" ] && [ -n "${MED[$b]:-}" ] &&
-				lines+=("* $p long send $(hsize "$z"): $(ratio "$a" "$b") of raw fi_rdm_pull ($(verdict "$a" "$b" 0.90) the 0.90x target)$([ -n "${MED[fi_rdm_pullhuge $p $z bw_MBps]:-}" ] && echo "; $(ratio "$a" "fi_rdm_pullhuge $p $z bw_MBps") of the raw pull from huge pages")")
+				lines+=("* $p long send $(hsize "$z"): $(ratio "$a" "$b") of raw fi_rdm_pull ($(verdict "$a" "$b" 0.90) the 0.90x target)$([ -n "${MED[fi_rdm_pullhuge $p $z bw_MBps]:-}" ] && echo "; $(ratio "$a" "fi_rdm_pullhuge $p $z bw_MBps") of the raw pull from huge pages")$([ -n "${MED[libripc_rel $p $z bw_MBps]:-}" ] && echo "; waiting for the release (libripc_rel, the raw pull's protocol): $(ratio "libripc_rel $p $z bw_MBps" "$b") ($(verdict "libripc_rel $p $z bw_MBps" "$b" 0.90))")")
 		done
 		pi=ipc
 		[ "$p" = tcp ] && pi=tcp
@@ -1060,7 +1065,7 @@ if [ "$PLOTS" = 1 ] && command -v gnuplot > /dev/null; then
 	}
 	bw_plot() {
 		local p=$1 cmd="" s
-		for s in libripc libripc_spin "libripc_w$BW_WINDOW" libripc_libbuf fi_rdm_pull fi_rdm_pullreg fi_rdm_pullhuge fi_rdm_read; do
+		for s in libripc libripc_rel libripc_spin "libripc_w$BW_WINDOW" libripc_libbuf fi_rdm_pull fi_rdm_pullreg fi_rdm_pullhuge fi_rdm_read; do
 			cmd+=$(series "$s" "$p" bw_MBps err)
 		done
 		[ "$p" = tcp ] && cmd+=$(series tcp_socket tcp bw_MBps line)
@@ -1297,7 +1302,12 @@ file.  Source: git $GIT_REV, $GIT_DIRTY uncommitted file(s) in ripc/ prov/ inclu
   long-sends one item (from \`ripc_buf_alloc\` memory), the server's library
   pulls it with RDMA reads (chunks of at most RIPC_READ_CHUNK = 8 MiB) into a
   receive window registered in advance, the server answers a short "done";
-  one message in flight.  \`libripc_w$BW_WINDOW\`: $BW_WINDOW in flight.
+  one message in flight.  \`libripc_rel\`: the same without the server's
+  answer: the client waits with \`ripc_wait_released\` until the
+  server's library has said DONE, which makes it the protocol of
+  \`fi_rdm_pull\` below (\`libripc\` has one message more per transfer,
+  the application's answer); the server still checks every item's ends
+  and reports damaged ones at the end.  \`libripc_w$BW_WINDOW\`: $BW_WINDOW in flight.
   \`libripc_libbuf\`: no windows, the library allocates a buffer per message
   (libRIPC's default path) and the server frees it.  \`libripc_spin\`: as
   \`libripc\` with RIPC_SPIN_US=1000000 on both sides, so no receive ever
@@ -1429,8 +1439,8 @@ EOF
 		echo
 		echo "## $p: long-send bandwidth, MB/s"
 		echo
-		hdr="| size | libripc | raw fi_rdm_pull | ratio | raw fi_rdm_pullreg | ratio | raw fi_rdm_pullhuge | ratio | libripc_spin | libripc_w$BW_WINDOW | libripc_libbuf | raw fi_rdm_read (W=$READ_WINDOW) |"
-		sep="|---|---|---|---|---|---|---|---|---|---|---|---|"
+		hdr="| size | libripc | raw fi_rdm_pull | ratio | libripc_rel | ratio | raw fi_rdm_pullreg | ratio | raw fi_rdm_pullhuge | ratio | libripc_spin | libripc_w$BW_WINDOW | libripc_libbuf | raw fi_rdm_read (W=$READ_WINDOW) |"
+		sep="|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 		if [ "$p" = tcp ]; then
 			hdr+=" tcp_socket stream |"
 			sep+="---|"
@@ -1440,6 +1450,7 @@ EOF
 		for z in $BW_SIZES; do
 			a="libripc $p $z bw_MBps"
 			row="| $(hsize "$z") | $(cell "$a") | $(cell "fi_rdm_pull $p $z bw_MBps") | $(ratio "$a" "fi_rdm_pull $p $z bw_MBps")"
+			row+=" | $(cell "libripc_rel $p $z bw_MBps") | $(ratio "libripc_rel $p $z bw_MBps" "fi_rdm_pull $p $z bw_MBps")"
 			row+=" | $(cell "fi_rdm_pullreg $p $z bw_MBps") | $(ratio "$a" "fi_rdm_pullreg $p $z bw_MBps")"
 			row+=" | $(cell "fi_rdm_pullhuge $p $z bw_MBps") | $(ratio "$a" "fi_rdm_pullhuge $p $z bw_MBps")"
 			row+=" | $(cell "libripc_spin $p $z bw_MBps") | $(cell "libripc_w$BW_WINDOW $p $z bw_MBps") | $(cell "libripc_libbuf $p $z bw_MBps") | $(cell "fi_rdm_read $p $z bw_MBps") |"
