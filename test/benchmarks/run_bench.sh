@@ -22,6 +22,9 @@
 #                   wake-up path is out of the picture
 #   fi_rdm_msg      raw/fi_rma_bench -M: FI_EP_RDM send/recv ping-pong,
 #                   median one-way (the floor of libripc's short send)
+#   fi_rdm_waitfd_msg  (tcp) fi_rdm_msg with the CQ opened with a wait fd
+#                   (FI_RMA_BENCH_WAIT_FD=1), still busy-polled: what being
+#                   able to sleep on the CQ costs, as libripc must on tcp
 #   fi_rdm_gather_msg  the same with -G: the payload is copied into the send
 #                   buffer before every send, as libripc's short send does
 #   fi_rdm_pull     raw/fi_rma_bench -U: libripc's long-send protocol on raw
@@ -440,7 +443,10 @@ step_ripc_bw() { # PROV NAME WINDOW MODE [VAR=VALUE...]: environment of both sid
 	srv ripc_bw env "$@" "$BIN/ripc_long_bw" -s -p "$p" -r "$WORK/ready" -S "$(csv $BW_SIZES)" \
 		-W "$w" -x "$mode" -T "$PROC_LIMIT"
 	if id=$(wait_ready "$WORK/ready"); then
+		# The client takes -x release only (it waits for the release
+		# instead of the answer); where the data lands is the server's.
 		cli ripc_bwc env "$@" "$BIN/ripc_long_bw" -p "$p" -S "$(csv $BW_SIZES)" -W "$w" \
+			$([ "$mode" = release ] && echo "-x release") \
 			-N "$name" -n "$BW_ITERS" -t "$BW_SEC" -T "$PROC_LIMIT" "$id"
 	else
 		log "ripc_long_bw server ($p) did not start"
@@ -467,6 +473,15 @@ step_raw() { # PROV: latency, read bandwidth and pull protocol, pullreg, pullhug
 			-U "$(csv $BW_SIZES)"
 		stop_srv
 	done
+	if [ "$p" = tcp ]; then
+		port=$(free_port)
+		srv raw env FI_RMA_BENCH_WAIT_FD=1 "$RAW/fi_rma_bench" -p "$p" -s \
+			-P "$port" -T "$PROC_LIMIT" -R ""
+		cli rawc env FI_RMA_BENCH_WAIT_FD=1 "$RAW/fi_rma_bench" -p "$p" \
+			-P "$port" -T "$PROC_LIMIT" -M -n "$LAT_ITERS" -t "$LAT_SEC" \
+			-X "$p" -S fi_rdm_waitfd -L "$(csv $LAT_SIZES)" -R ""
+		stop_srv
+	fi
 	port=$(free_port)
 	srv raw "$RAW/fi_rma_bench" -p "$p" -s -P "$port" -T "$PROC_LIMIT" -R "" -G
 	cli rawc "$RAW/fi_rma_bench" -p "$p" -P "$port" -T "$PROC_LIMIT" -M -G \
@@ -1004,7 +1019,7 @@ targets_12_14() {
 	for p in $PROVIDERS; do
 		a="libripc $p 8 lat_us" b="fi_rdm_msg $p 8 lat_us"
 		[ -n "${MED[$a]:-}" ] && [ -n "${MED[$b]:-}" ] &&
-			lines+=("* $p 8 B latency: $(ratio "$a" "$b") of raw fi_rdm_msg ($(le "$a" "$b" 1.10) the 1.10x target)")
+			lines+=("* $p 8 B latency: $(ratio "$a" "$b") of raw fi_rdm_msg ($(le "$a" "$b" 1.10) the 1.10x target)$([ -n "${MED[fi_rdm_waitfd_msg $p 8 lat_us]:-}" ] && echo "; $(ratio "$a" "fi_rdm_waitfd_msg $p 8 lat_us") of raw with its CQ opened with a wait fd, as libripc's must be to sleep")")
 		for z in 65536 1048576 4194304 16777216; do
 			a="libripc $p $z bw_MBps" b="fi_rdm_pull $p $z bw_MBps"
 			[ -n "${MED[$a]:-}" ] && [ -n "${MED[$b]:-}" ] &&
@@ -1057,7 +1072,8 @@ if [ "$PLOTS" = 1 ] && command -v gnuplot > /dev/null; then
 		cmd=$(series libripc "$p" lat_us err; series fi_rdm_msg "$p" lat_us err
 			series fi_rdm_gather_msg "$p" lat_us err)
 		if [ "$p" = tcp ]; then
-			cmd+=$(series fi_pingpong tcp-msg lat_us line
+			cmd+=$(series fi_rdm_waitfd_msg tcp lat_us err
+				series fi_pingpong tcp-msg lat_us line
 				series tcp_socket tcp lat_us line
 				series tcp_socket tcp_busypoll lat_us line)
 		fi
@@ -1292,6 +1308,10 @@ file.  Source: git $GIT_REV, $GIT_DIRTY uncommitted file(s) in ripc/ prov/ inclu
   includes \`ripc_buf_free\` of the echo.  \`fi_rdm_msg\`: the same ping-pong
   with \`fi_inject\`/\`fi_send\` and \`fi_recv\` on an FI_EP_RDM endpoint of the
   same provider (\`raw/fi_rma_bench -M\`): the floor under libripc's short send.
+  "raw, CQ with a wait fd" (tcp, \`fi_rdm_waitfd_msg\`): \`fi_rdm_msg\` with
+  its CQ opened with \`FI_WAIT_FD\` (and still busy-polled), as libripc's
+  tcp CQ is so that an idle process can sleep on it: what the wait object
+  costs rxm/tcp per message.
   "raw + gather copy" (\`fi_rdm_gather_msg\`, \`-G\`): the same, but both sides
   copy the payload into their send buffer before each send, as libripc's
   short send gathers its items into a bounce buffer (and as any sender that
@@ -1421,8 +1441,8 @@ EOF
 		echo "## $p: short-message latency, us (one-way, median)"
 		echo
 		if [ "$p" = tcp ]; then
-			echo "| size | libripc | raw fi_rdm_msg | ratio | overhead us | raw + gather copy | fi_pingpong tcp-msg (mean) | tcp_socket | tcp_socket busy-poll |"
-			echo "|---|---|---|---|---|---|---|---|---|"
+			echo "| size | libripc | raw fi_rdm_msg | ratio | overhead us | raw + gather copy | raw, CQ with a wait fd | ratio | fi_pingpong tcp-msg (mean) | tcp_socket | tcp_socket busy-poll |"
+			echo "|---|---|---|---|---|---|---|---|---|---|---|"
 		else
 			echo "| size | libripc | raw fi_rdm_msg | ratio | overhead us | raw + gather copy |"
 			echo "|---|---|---|---|---|---|"
@@ -1432,6 +1452,7 @@ EOF
 			b="fi_rdm_msg $p $z lat_us"
 			row="| $(hsize "$z") | $(cell "$a") | $(cell "$b") | $(ratio "$a" "$b") | $(delta "$a" "$b") | $(cell "fi_rdm_gather_msg $p $z lat_us") |"
 			if [ "$p" = tcp ]; then
+				row+=" $(cell "fi_rdm_waitfd_msg $p $z lat_us") | $(ratio "$a" "fi_rdm_waitfd_msg $p $z lat_us") |"
 				row+=" $(cell "fi_pingpong tcp-msg $z lat_us") | $(cell "tcp_socket tcp $z lat_us") | $(cell "tcp_socket tcp_busypoll $z lat_us") |"
 			fi
 			echo "$row"

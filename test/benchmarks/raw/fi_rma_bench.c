@@ -185,6 +185,12 @@ static void open_fabric(void)
 {
 	struct fi_info *hints = fi_allocinfo();
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_NONE };
+	/* Side experiment: FI_RMA_BENCH_WAIT_FD=1 opens the CQ with a wait
+	 * fd, as a process that must be able to sleep on it does (libripc on
+	 * tcp), and still busy-polls it: what the wait object alone costs. */
+	if (getenv("FI_RMA_BENCH_WAIT_FD") &&
+	    !strcmp(getenv("FI_RMA_BENCH_WAIT_FD"), "1"))
+		cq_attr.wait_obj = FI_WAIT_FD;
 	struct fi_av_attr av_attr = { .type = FI_AV_UNSPEC };
 	const char *node = NULL;
 	uint64_t flags = 0;
