@@ -458,18 +458,20 @@ step_raw() { # PROV: latency, read bandwidth and pull protocol, pullreg, pullhug
 	local p=$1 port
 	port=$(free_port)
 	srv raw "$RAW/fi_rma_bench" -p "$p" -s -P "$port" -T "$PROC_LIMIT" \
-		-R "$(csv $BW_SIZES)" -U "$(csv $BW_SIZES)"
+		-R "$(csv $BW_SIZES)" -U ""
 	cli rawc "$RAW/fi_rma_bench" -p "$p" -P "$port" -T "$PROC_LIMIT" -M \
 		-n "$LAT_ITERS" -t "$LAT_SEC" -W "$READ_WINDOW" -X "$p" \
-		-L "$(csv $LAT_SIZES)" -R "$(csv $BW_SIZES)" -U "$(csv $BW_SIZES)"
+		-L "$(csv $LAT_SIZES)" -R "$(csv $BW_SIZES)" -U ""
 	stop_srv
-	# -K: fi_rdm_pullreg, -H: fi_rdm_pullhuge
-	for v in -K -H; do
+	# The pulls in fresh processes each, as libripc's steps run, so that
+	# the three raw pulls are measured alike.  "": fi_rdm_pull, -K:
+	# fi_rdm_pullreg, -H: fi_rdm_pullhuge.
+	for v in "" -K -H; do
 		port=$(free_port)
 		srv raw "$RAW/fi_rma_bench" -p "$p" -s -P "$port" \
 			-T "$PROC_LIMIT" -R "" -U "$(csv $BW_SIZES)"
 		cli rawc "$RAW/fi_rma_bench" -p "$p" -P "$port" \
-			-T "$PROC_LIMIT" "$v" -t "$BW_SEC" -X "$p" -L "" -R "" \
+			-T "$PROC_LIMIT" $v -t "$BW_SEC" -X "$p" -L "" -R "" \
 			-U "$(csv $BW_SIZES)"
 		stop_srv
 	done
