@@ -142,6 +142,28 @@ static int api_sleep(struct ripc_waiter *w, struct ripc_list *on, uint64_t ns,
 	return 0;
 }
 
+/* One round of an application thread's busy-poll (lock held, let go for
+ * a pause): the progress thread keeps off the transports while anybody
+ * spins (progress.c). */
+static void api_spin(bool *spinning)
+{
+	if (!*spinning) {
+		CTX->eng.spinners++;
+		*spinning = true;
+	}
+	ripc__unlock();
+	__builtin_ia32_pause();
+	ripc__lock();
+}
+
+static void api_spin_end(bool *spinning)
+{
+	if (*spinning) {
+		CTX->eng.spinners--;
+		*spinning = false;
+	}
+}
+
 /* ---- resolution ------------------------------------------------------ */
 
 /* The route to dest, waiting up to RIPC_RESOLVE_TIMEOUT_MS for somebody
@@ -577,19 +599,10 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 			 * the progress thread to a sleeping caller cost
 			 * 10-25 % of long-send bandwidth).  The progress
 			 * thread keeps away while we spin. */
-			if (!spinning) {
-				g->spinners++;
-				spinning = true;
-			}
-			ripc__unlock();
-			__builtin_ia32_pause();
-			ripc__lock();
+			api_spin(&spinning);
 			continue;
 		}
-		if (spinning) {
-			g->spinners--;
-			spinning = false;
-		}
+		api_spin_end(&spinning);
 		/* Sleep: on the transports themselves where we may (direct
 		 * wake: the first to see the message is this thread), else
 		 * until the progress thread (or, in manual mode, our own
@@ -616,8 +629,7 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 			break;
 		}
 	}
-	if (spinning)
-		g->spinners--;
+	api_spin_end(&spinning);
 	/* The last clock read stands for "now" unless we slept: a clock read
 	 * costs as much as a tenth of a receive that finds its message. */
 	g->app_active_ns = g->app_recv_ns = slept ? ripc__now_ns() : last;
@@ -700,19 +712,10 @@ RIPC_API uint8_t ripc_wait_released(const void *buf, int timeout_ms)
 		 * woken by it cost a third of the bandwidth at 64 KiB). */
 		if (now < spin_until ||
 		    (now < spin_pull_until && ripc__expose_covers(buf))) {
-			if (!spinning) {
-				g->spinners++;
-				spinning = true;
-			}
-			ripc__unlock();
-			__builtin_ia32_pause();
-			ripc__lock();
+			api_spin(&spinning);
 			continue;
 		}
-		if (spinning) {
-			g->spinners--;
-			spinning = false;
-		}
+		api_spin_end(&spinning);
 		if (!(w = ripc__waiter_self())) {
 			err = RIPC_ENOMEM;
 			break;
@@ -725,8 +728,7 @@ RIPC_API uint8_t ripc_wait_released(const void *buf, int timeout_ms)
 			break;
 		}
 	}
-	if (spinning)
-		g->spinners--;
+	api_spin_end(&spinning);
 	return (uint8_t)ripc__api_leave(err);
 }
 
