@@ -221,6 +221,9 @@ struct ripc_stats {
 	 * their doorbell socket while the shm connection was being set up
 	 * (first contact, see ripc(7) NOTES). */
 	uint64_t bell_msgs_sent, bell_msgs_recv;
+	/* Peers forgotten to make room in a full peer table (their routes
+	 * are looked up again when next used). */
+	uint64_t peers_evicted;
 };
 /* Copies min(size, sizeof(struct ripc_stats)) bytes of counters. */
 uint8_t ripc_stats(struct ripc_stats *stats, size_t size);

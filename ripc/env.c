@@ -104,6 +104,9 @@ const struct ripc_env_var ripc__env_table[RIPC_ENV_COUNT] = {
 	[RIPC_ENV_TEST_MR_BITS] = { "RIPC_TEST_MR_BITS", "",
 		"Testing: behave as if the provider required these memory "
 		"registration modes (local,prov_key,key32)." },
+	[RIPC_ENV_TEST_PEERS_MAX] = { "RIPC_TEST_PEERS_MAX", "4096",
+		"Testing: the size of the peer table (remote processes known "
+		"at once), 16 to 4096." },
 	[RIPC_ENV_LOCALITY] = { "RIPC_LOCALITY", "1",
 		"0: do not place library memory and the progress thread on the "
 		"NUMA node nearest the NIC; leave them to the kernel." },

@@ -21,11 +21,14 @@
 #include "ripc_int.h"
 
 #define ROUTE_RECHECK_NS 1000000000ull
-#define PEERS_MAX 4096
 #define MCAST_MAX 256
 #define SWEEP_SLICE_NS 200000ull
 
 static void route_release(struct ripc_route *r);
+static unsigned routes_let_go(const struct ripc_peer *p);
+/* The group route being filled: its members array is half made, and
+ * routes_let_go keeps off it. */
+static struct ripc_route *filling;
 
 static unsigned peer_bucket(int tp, const void *addr, size_t len)
 {
@@ -43,7 +46,8 @@ static unsigned peer_bucket(int tp, const void *addr, size_t len)
  * an existing peer: a claim of a new incarnation at a known address (a
  * restart, or a lie) gets an entry of its own that shares the address's
  * transport handle, and the real peer's state is left alone.  The table
- * is bounded; beyond PEERS_MAX new claims are refused.
+ * is bounded (RIPC_TEST_PEERS_MAX, 4096): beyond, new claims are refused
+ * unless an old peer can be forgotten (peers_evict).
  */
 static bool handle_shared(const struct ripc_peer *p)
 {
@@ -97,19 +101,30 @@ static unsigned peers_evict(int tp, unsigned want)
 	unsigned done = 0;
 
 	while (done < want) {
-		struct ripc_peer *victim = NULL;
+		struct ripc_peer *victim = NULL, *held = NULL;
 
 		for (unsigned b = 0; b < 256; b++)
 			for (struct ripc_peer *p = CTX->peer_hash[b]; p;
-			     p = p->hnext)
-				if (!p->refs && (tp < 0 || p->tp == tp) &&
-				    !CTX->tp[p->tp].attr.same_host_only &&
-				    (!victim ||
-				     p->last_used_ns < victim->last_used_ns))
+			     p = p->hnext) {
+				if ((tp >= 0 && p->tp != tp) ||
+				    CTX->tp[p->tp].attr.same_host_only)
+					continue;
+				if (!p->refs && (!victim || p->last_used_ns <
+								victim->last_used_ns))
 					victim = p;
+				if (p->refs && (!held || p->last_used_ns <
+							      held->last_used_ns))
+					held = p;
+			}
+		/* None free: the least recently used one that only cached
+		 * routes hold (to clients that came and went, say) goes;
+		 * the routes are looked up again when next used. */
+		if (!victim && held && routes_let_go(held) && !held->refs)
+			victim = held;
 		if (!victim)
 			break;
 		peer_free(victim);
+		CTX->stats.peers_evicted++;
 		done++;
 	}
 	return done;
@@ -151,8 +166,9 @@ struct ripc_peer *ripc__peer_get(int tp, const void *addr, size_t len,
 			same_addr = p;
 		}
 	}
-	if (CTX->npeers >= PEERS_MAX && !peers_evict(-1, 16)) {
-		ripc__log_rl(RIPC_LOG_WARN, "peer table full (%u)", PEERS_MAX);
+	if (CTX->npeers >= CTX->cfg.peers_max && !peers_evict(-1, 16)) {
+		ripc__log_rl(RIPC_LOG_WARN, "peer table full (%u)",
+			     CTX->cfg.peers_max);
 		*err = RIPC_ENOMEM;
 		return NULL;
 	}
@@ -191,16 +207,18 @@ struct ripc_peer *ripc__peer_get(int tp, const void *addr, size_t len,
 	CTX->peer_hash[b] = p;
 	p->inext = CTX->inc_hash[inc & 255];
 	CTX->inc_hash[inc & 255] = p;
-	if (t->attr.same_host_only) {
-		p->reg_slot1 = same_host_slot1(tp, addr, len, inc);
-		if (t->sweep_at < RIPC_SWEEP_MIN)
-			t->sweep_at = RIPC_SWEEP_MIN;
-		if (++t->npeers >= t->sweep_at) {
-			CTX->sweep_due = true;
-			t->last_peer_ns = p->last_used_ns;
-		}
-	} else {
-		t->npeers++;
+	if (t->attr.same_host_only)
+		p->proc_slot1 = p->reg_slot1 =
+			same_host_slot1(tp, addr, len, inc);
+	/* Every RIPC_SWEEP_MIN new peers, look for ones whose process has
+	 * ended (peers_sweep): over shm their slots must be given back, and
+	 * the others hold memory that clients coming and going by the
+	 * thousand would pile up (routes keep them referenced). */
+	if (t->sweep_at < RIPC_SWEEP_MIN)
+		t->sweep_at = RIPC_SWEEP_MIN;
+	if (++t->npeers >= t->sweep_at) {
+		CTX->sweep_due = true;
+		t->last_peer_ns = p->last_used_ns;
 	}
 	return p;
 }
@@ -403,12 +421,18 @@ void ripc__peers_sweep(void)
 		for (struct ripc_peer *p = CTX->peer_hash[b]; p; p = p->hnext)
 			if (CTX->tp[p->tp].attr.same_host_only) {
 				if (!p->reg_slot1) /* not found when made */
-					p->reg_slot1 = same_host_slot1(
-						p->tp, p->addr, p->addrlen,
-						p->inc);
+					p->proc_slot1 = p->reg_slot1 =
+						same_host_slot1(p->tp, p->addr,
+								p->addrlen,
+								p->inc);
 				p->dead = !p->reg_slot1 ||
 					  !ripc__reg_slot_live(
 						  p->reg_slot1 - 1, p->inc);
+				dead_any |= p->dead;
+			} else if (p->proc_slot1) {
+				/* A process of this host over tcp. */
+				p->dead = ripc__reg_slot_gone(
+					p->proc_slot1 - 1, p->inc);
 				dead_any |= p->dead;
 			}
 	if (!dead_any)
@@ -459,8 +483,7 @@ out:
 	for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
 		struct ripc_tp *t = &CTX->tp[i];
 
-		if (t->attr.same_host_only)
-			t->sweep_at = t->npeers + RIPC_SWEEP_MIN;
+		t->sweep_at = t->npeers + RIPC_SWEEP_MIN;
 		t->learnt_inc = 0;
 	}
 	/* A transfer still holds a dead peer: look again in a while. */
@@ -574,6 +597,31 @@ static void route_release(struct ripc_route *r)
 	r->nmembers = 0;
 }
 
+/* Let go of every route that leads to p (they are looked up again when
+ * next used).  Returns how many.  A scan of the route table: only when
+ * the peer table is full. */
+static unsigned routes_let_go(const struct ripc_peer *p)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i <= RIPC_MAX_SERVICE_ID; i++) {
+		struct ripc_route *r = CTX->route[i];
+		bool uses = false;
+
+		if (!r || r == filling)
+			continue;
+		uses = r->peer == p;
+		for (unsigned k = 0; k < r->nmembers && !uses; k++)
+			uses = r->members[k] == p;
+		if (uses) {
+			route_release(r);
+			r->reg_version = 0;
+			n++;
+		}
+	}
+	return n;
+}
+
 static int route_fill_unicast(struct ripc_route *r,
 			      const struct ripc_reg_proc_info *owner)
 {
@@ -586,6 +634,8 @@ static int route_fill_unicast(struct ripc_route *r,
 			   owner->incarnation, &err);
 	if (!p)
 		return err;
+	if (!p->proc_slot1 && owner->host_id == CTX->host_id)
+		p->proc_slot1 = owner->slot1; /* 0 if not from the registry */
 	route_release(r);
 	r->peer = ripc__peer_hold(p);
 	r->inc = owner->incarnation;
@@ -607,6 +657,7 @@ static int route_fill_mcast(struct ripc_route *r,
 		if (!r->members || !r->member_inc)
 			return RIPC_ENOMEM;
 	}
+	filling = r;
 	for (int i = 0; i < n; i++) {
 		int tp = ripc__pick_tp(&m[i]);
 		struct ripc_peer *p;
@@ -617,11 +668,14 @@ static int route_fill_mcast(struct ripc_route *r,
 				   m[i].incarnation, &err);
 		if (!p)
 			continue;
+		if (!p->proc_slot1 && m[i].host_id == CTX->host_id)
+			p->proc_slot1 = m[i].slot1;
 		r->members[k] = ripc__peer_hold(p);
 		r->member_inc[k] = m[i].incarnation;
 		r->nmembers = (uint16_t)(k + 1);
 		k++;
 	}
+	filling = NULL;
 	r->mcast = true;
 	r->nmembers = (uint16_t)k;
 	r->peer = NULL;

@@ -193,8 +193,7 @@ static bool sweep_may_run(uint64_t now)
 
 		if (!t->open)
 			continue;
-		if (t->attr.same_host_only &&
-		    t->npeers >= t->sweep_at + RIPC_SWEEP_MIN)
+		if (t->npeers >= t->sweep_at + RIPC_SWEEP_MIN)
 			return true;
 		quiet &= now - t->last_event_ns > SWEEP_QUIET_NS &&
 			 (int64_t)(now - t->last_peer_ns) > (int64_t)SWEEP_QUIET_NS;

@@ -1057,6 +1057,21 @@ bool ripc__reg_slot_live(int slot, uint64_t incarnation)
 	return live;
 }
 
+bool ripc__reg_slot_gone(int slot, uint64_t incarnation)
+{
+	const struct reg_proc *p;
+
+	if (!reg.map || slot < 0 || slot >= RIPC_REG_MAX_PROCS)
+		return true;
+	p = proc_at((unsigned)slot);
+	/* Read without the lock: a torn read only delays the answer. */
+	if (p->state != PROC_LIVE || p->incarnation != incarnation)
+		return true;
+	if (kill(p->pid, 0) == 0 || errno == EPERM)
+		return false;
+	return !ripc__reg_slot_live(slot, incarnation); /* reclaims it */
+}
+
 /* ---- accepting pairs -------------------------------------------------- */
 
 /* Index of partner `other` in p's list, or -1. */

@@ -115,6 +115,11 @@ bool ripc__reg_shm_pair(int other, unsigned limit);
 /* Is the process of this slot still the one with this incarnation, and
  * alive?  When it is not, its record is reclaimed (its pairs with it). */
 bool ripc__reg_slot_live(int slot, uint64_t incarnation);
+/* The cheap converse, for sweeping peers: true when the slot no longer
+ * holds this incarnation or its pid is gone (the record is reclaimed
+ * then); a process that ended but whose pid is not reaped yet (a zombie)
+ * counts as not gone until it is. */
+bool ripc__reg_slot_gone(int slot, uint64_t incarnation);
 
 /*
  * Accepting a pair.  libfabric 1.17's shm maps a new sender's region when

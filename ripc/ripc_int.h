@@ -266,6 +266,8 @@ struct ripc_peer {
 	struct ripc_peer *inext; /* hash chain by incarnation */
 	uint32_t refs;           /* routes, sends, pulls, offers using it */
 	int32_t reg_slot1;       /* same host: its registry record + 1 */
+	int32_t proc_slot1;      /* a process of this host, any transport:
+				  * its registry record + 1 (the sweep) */
 	uint32_t nqueued;        /* messages waiting in the transmit queue */
 	uint32_t flush_gen;      /* last flush pass that found it busy */
 	int8_t tp;
@@ -594,6 +596,7 @@ struct ripc_ctx {
 			busy_poll_us;
 		unsigned rx_depth, queue_max;
 		unsigned shm_peers; /* RIPC_SHM_PEERS */
+		unsigned peers_max; /* RIPC_TEST_PEERS_MAX (4096) */
 		bool doorbell;
 		bool direct_wake; /* RIPC_DIRECT_WAKE */
 		uint64_t return_timeout_ms;

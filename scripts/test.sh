@@ -12,7 +12,8 @@
 #      the lifecycle suite: finalize races, SIGTERM/SIGINT, stopped peers,
 #      short timeouts, fork, a first sender that exits at once
 #      (test/scripts/lifecycle.sh); client churn, 2,000 sequential and 300
-#      concurrent clients over shm and tcp (test/scripts/churn.sh); a 60 s
+#      concurrent clients over shm and tcp, and over a peer table of 16
+#      (test/scripts/churn.sh); a 60 s
 #      soak (test/scripts/soak.sh); the event-loop example over shm and
 #      tcp;
 #      the ZooKeeper service directory and multicast duplicate detection
@@ -153,6 +154,11 @@ run_counted "churn shm (2000 sequential, 300 concurrent)" \
 	test/scripts/churn.sh -p shm -n 2000 -c 300 -T 900
 run_counted "churn tcp (2000 sequential, 300 concurrent)" \
 	test/scripts/churn.sh -p tcp -n 2000 -c 300 -T 900
+# A peer table of 16 (RIPC_TEST_PEERS_MAX) against 40 clients alive at
+# once: the least recently used peers that only cached routes refer to
+# are forgotten, and found again when next used.
+run_counted "churn tcp, peer table of 16 (100 sequential, 40 concurrent)" \
+	env RIPC_TEST_PEERS_MAX=16 test/scripts/churn.sh -p tcp -n 100 -c 40 -e -T 300
 run_counted "soak (60 s, clients come and go)" \
 	test/scripts/soak.sh -t 60 -g ""
 

@@ -501,7 +501,7 @@ static const struct {
 	STAT(bell_wakeups),	  STAT(shm_fallback_tcp),
 	STAT(peers_reaped),	  STAT(resolve_gone),
 	STAT(direct_wakeups),	  STAT(bell_msgs_sent),
-	STAT(bell_msgs_recv),
+	STAT(bell_msgs_recv),	  STAT(peers_evicted),
 };
 #undef STAT
 /* A counter added to struct ripc_stats must be named above too. */

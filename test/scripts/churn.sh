@@ -15,6 +15,9 @@
 #                the clients reach the server over tcp
 #     -b dir     build directory [build, next to test/]
 #     -T sec     give up (and fail) after this long [3600]
+#     -e         check that the server forgot peers to make room
+#                (peers_evicted): for a peer table smaller than C
+#                (RIPC_TEST_PEERS_MAX in the environment)
 #
 # Reports the answered counts, the server's RSS after 100 and after N
 # clients (and after the C), its open fds, the time taken, and
@@ -33,14 +36,15 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
-PROV=shm N=2000 C=300 BUILD=$SRC/build LIMIT=3600
+PROV=shm N=2000 C=300 BUILD=$SRC/build LIMIT=3600 EVICT=0
 
 usage() {
 	sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
 	exit 2
 }
-while getopts "p:n:c:b:T:h" o; do
+while getopts "p:n:c:b:T:eh" o; do
 	case $o in
+	e) EVICT=1 ;;
 	p) PROV=$OPTARG ;;
 	n) N=$OPTARG ;;
 	c) C=$OPTARG ;;
@@ -215,12 +219,18 @@ check "$([ "${CONC_OK:-0}" = "$C" ] && echo 1 || echo 0)" "all $C concurrent cli
 check "$ALIVE" "server alive at the end"
 # The server's counters, as it published them when it last went idle.
 INFO=$BUILD/tools/ripc_info
+COUNTERS=""
 if [ -x "$INFO" ] && alive "$SRV_PID"; then
-	sleep 0.5
-	"$INFO" -c 2> /dev/null | grep "^stats\.$SRV_PID\." |
-		grep -E '\.(peers_reaped|shm_fallback_tcp|bell_rings|bell_wakeups|bell_msgs_recv|bell_msgs_sent|short_recv|drops_[a-z_]+): [1-9]' |
-		sed "s/^stats\.$SRV_PID\./server counter /"
+	sleep 1.2 # published at most every second while busy
+	COUNTERS=$("$INFO" -c 2> /dev/null | grep "^stats\.$SRV_PID\." |
+		grep -E '\.(peers_reaped|peers_evicted|shm_fallback_tcp|bell_rings|bell_wakeups|bell_msgs_recv|bell_msgs_sent|short_recv|drops_[a-z_]+): [1-9]' |
+		sed "s/^stats\.$SRV_PID\./server counter /")
 fi
+if [ "$EVICT" = 1 ]; then
+	check "$(echo "$COUNTERS" | grep -q 'peers_evicted: [1-9]' && echo 1 || echo 0)" \
+		"the server forgot peers to make room (peers_evicted: $(echo "$COUNTERS" | sed -n 's/.*peers_evicted: //p'))"
+fi
+[ -n "$COUNTERS" ] && echo "$COUNTERS"
 # End the server by pid (it ignores nothing: SIGTERM makes it leave).
 stop_pid "$SRV_PID"
 wait 2> /dev/null
