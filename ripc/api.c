@@ -690,9 +690,11 @@ RIPC_API uint8_t ripc_wait_released(const void *buf, int timeout_ms)
 	for (;;) {
 		struct ripc_waiter *w;
 		uint64_t now;
+		bool exposed;
 
 		ripc__progress();
-		if (!ripc__expose_covers(buf) && !ripc__retbuf_busy(buf)) {
+		exposed = ripc__expose_covers(buf);
+		if (!exposed && !ripc__retbuf_busy(buf)) {
 			err = ripc__expose_outcome(buf);
 			break;
 		}
@@ -710,8 +712,7 @@ RIPC_API uint8_t ripc_wait_released(const void *buf, int timeout_ms)
 		 * time of the transfer, and over tcp the pull itself needs
 		 * our progress (handing it to the progress thread and being
 		 * woken by it cost a third of the bandwidth at 64 KiB). */
-		if (now < spin_until ||
-		    (now < spin_pull_until && ripc__expose_covers(buf))) {
+		if (now < spin_until || (now < spin_pull_until && exposed)) {
 			api_spin(&spinning);
 			continue;
 		}
