@@ -92,8 +92,10 @@ RIPC_TEST_MR_BITS=local,prov_key,key32 run_suite build verbs-mr shm tcp
 # (network namespaces as hosts where they can be created).
 run_faults() { # <builddir> <label>
 	local out=$log/$2.faults p f
+	# A failure's line and the indented lines of its process's stderr.
 	test/scripts/faults.sh -b "$1/test/functional" 2>/dev/null | tee "$out" |
-		grep -E 'Fail|Notrun' || true
+		awk '/ (Fail|Notrun) /{show=1; print; next}
+		     /^    /{if (show) print; next} {show=0}'
 	p=$(tail -n 1 "$out" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p')
 	f=$(tail -n 1 "$out" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p')
 	[ -z "$p" ] && { p=0; f=1; }

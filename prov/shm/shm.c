@@ -6,6 +6,7 @@
  * trust boundary is the user id.  RIPC_SHM_CHECKED withholds VIRT_ADDR.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -50,11 +51,11 @@ static int shm_open(const struct ripc_prov_opts *opts, struct ripc_prov **out,
  * (/dev/shm/<pid>:<n>:<n> in /proc/self/maps), checks that each looks like
  * the 1.17 layout (version 4, the pid of its name at offset 4; for our own
  * region also its own address at offset 16), and samples the spinlock
- * word at offset 24.  A lock seen held at every sample for
- * WD_HELD_NS is released when only a dead process can hold it: in a dead
- * process's region, or in our own (nobody holds ours that long while
- * alive: the longest section is one read chunk's copy).  Anything that
- * does not validate is left alone.
+ * word at offset 24.  A lock seen held at every sample for WD_HELD_NS is
+ * released when only a dead process can hold it: in a dead process's
+ * region (gone, or a zombie not yet reaped), or in our own (nobody holds
+ * ours that long while alive: the longest section is one read chunk's
+ * copy).  Anything that does not validate is left alone.
  */
 #define WD_REGIONS 300
 #define WD_HELD_NS 2000000000ull
@@ -125,6 +126,33 @@ static int spin_free_word(void)
 	return v;
 }
 
+/* The process has ended: gone, or a zombie its parent has not reaped
+ * yet.  kill(pid, 0) alone succeeds on a zombie, and the parent that has
+ * not reaped its dead child is often the very process spinning on the
+ * child's lock (it cannot reach its waitpid): seen in the fault test of a
+ * sender killed mid-pull, which hung until it was killed. */
+static bool pid_ended(int pid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return errno == ENOENT;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	/* The command name may hold anything: the state follows the last
+	 * ')'. */
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X' || p[2] == 'x');
+}
+
 static void wd_check(uintptr_t start, int name_pid, uint64_t now)
 {
 	uint8_t hdr[SMR117_LOCK_OFF + sizeof(int)];
@@ -156,7 +184,7 @@ static void wd_check(uintptr_t start, int name_pid, uint64_t now)
 	}
 	if (now - w->held_since < WD_HELD_NS)
 		return;
-	if (!own && !(kill(pid, 0) < 0 && errno == ESRCH))
+	if (!own && !pid_ended(pid))
 		return; /* a live peer's own business */
 	ripc__log(RIPC_LOG_WARN,
 		  "shm: region lock of %s held for %.1f s, its holder must "

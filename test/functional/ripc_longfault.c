@@ -10,9 +10,20 @@
  *       A child long-sends to this process and is SIGKILLed at once.  The
  *       receive must end with RIPC_EPULL within RIPC_PULL_TIMEOUT_MS (3 s
  *       here), and a message from another sender must still arrive.
+ *   ripc_longfault sender-dies-locked   (shm only)
+ *       As sender-dies, but the child dies holding its own shm region's
+ *       spinlock, as a process SIGKILLed inside libfabric 1.17's shm
+ *       critical sections does (ref §4.3), and stays an unreaped zombie
+ *       while this process pulls from it.  The pull must still end with
+ *       RIPC_EPULL (the shm watchdog releases a dead process's lock)
+ *       instead of spinning forever.  Exit 77 where the region is not
+ *       the 1.17 layout the watchdog knows.
  * The last line says what happened; exit 0 if it is what must happen.
  */
 #include <dirent.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <stdio.h>
@@ -135,7 +146,43 @@ static int receiver_dies(void)
 	return (st.long_timeouts == 1 && t_rel >= 1.5 && t_rel < 4) ? 0 : 1;
 }
 
-static int sender_dies(void)
+/* Takes the spinlock of this process's own shm region the way libfabric
+ * 1.17 does inside its critical sections (layout as prov/shm/shm.c
+ * checks it: version 4 at 0, our pid at 4, the region's address at 16,
+ * the lock at 24).  false if no such region is mapped. */
+static bool lock_own_region(void)
+{
+	FILE *maps = fopen("/proc/self/maps", "re");
+	char line[512];
+	bool done = false;
+
+	while (maps && !done && fgets(line, sizeof(line), maps)) {
+		unsigned long lo, hi;
+		char *name = strstr(line, "/dev/shm/");
+		int pid, a, b;
+
+		if (!name || !strstr(line, "rw-s") ||
+		    sscanf(line, "%lx-%lx", &lo, &hi) != 2 ||
+		    sscanf(name + 9, "%d:%d:%d", &pid, &a, &b) != 3 ||
+		    pid != getpid())
+			continue;
+		const uint8_t *r = (const uint8_t *)lo;
+		int rpid;
+		uintptr_t base;
+
+		memcpy(&rpid, r + 4, sizeof(rpid));
+		memcpy(&base, r + 16, sizeof(base));
+		if (r[0] != 4 || rpid != pid || base != lo)
+			continue;
+		pthread_spin_lock((pthread_spinlock_t *)(uintptr_t)(lo + 24));
+		done = true;
+	}
+	if (maps)
+		fclose(maps);
+	return done;
+}
+
+static int sender_dies(bool locked)
 {
 	uint16_t me = ripc_register_random_service_id();
 	pid_t child;
@@ -143,10 +190,12 @@ static int sender_dies(void)
 	uint32_t *ss, *ls;
 	uint16_t ns, nl, from;
 	double t0;
-	int r;
+	int r, lpfd[2];
 
 	if (me == RIPC_INVALID_SERVICE_ID)
 		return fail("register");
+	if (locked && pipe(lpfd))
+		return fail("pipe");
 	child = fork();
 	if (child == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
@@ -159,7 +208,25 @@ static int sender_dies(void)
 		if (!buf || ripc_send_long(id, me, b, l, 1, NULL, NULL, 0))
 			_exit(1);
 		usleep(5000);
+		if (locked) {
+			char ok = lock_own_region();
+
+			if (write(lpfd[1], &ok, 1) != 1)
+				_exit(1);
+		}
 		raise(SIGKILL);
+	}
+	if (locked) {
+		char ok = 0;
+
+		if (read(lpfd[0], &ok, 1) != 1 || !ok) {
+			kill(child, SIGKILL);
+			waitpid(child, NULL, 0);
+			shm_cleanup(child);
+			printf("Notrun: no shm region of the libfabric 1.17 "
+			       "layout in the sender\n");
+			return 77;
+		}
 	}
 	t0 = now();
 	r = ripc_receive_timeout(me, &from, &si, &ss, &ns, &li, &ls, &nl,
@@ -193,9 +260,9 @@ static int sender_dies(void)
 	ripc_buf_free(si[0]);
 	free(si);
 	free(ss);
-	printf("sender killed during the pull: receive ended with RIPC_EPULL "
-	       "after %.2f s; the next message arrived\n",
-	       t_err);
+	printf("sender killed during the pull%s: receive ended with "
+	       "RIPC_EPULL after %.2f s; the next message arrived\n",
+	       locked ? " holding its shm region lock" : "", t_err);
 	return 0;
 }
 
@@ -207,7 +274,11 @@ int main(int argc, char **argv)
 	if (argc == 2 && !strcmp(argv[1], "receiver-dies"))
 		return receiver_dies();
 	if (argc == 2 && !strcmp(argv[1], "sender-dies"))
-		return sender_dies();
-	fprintf(stderr, "usage: %s receiver-dies|sender-dies\n", argv[0]);
+		return sender_dies(false);
+	if (argc == 2 && !strcmp(argv[1], "sender-dies-locked"))
+		return sender_dies(true);
+	fprintf(stderr,
+		"usage: %s receiver-dies|sender-dies|sender-dies-locked\n",
+		argv[0]);
 	return 2;
 }

@@ -4,7 +4,8 @@
 # Usage: faults.sh [-b bindir] [-m] [scenario ...]
 #   scenarios: netns (three network namespaces as hosts A, B, C, created
 #   and removed here; Notrun where namespaces cannot be created), tcp and
-#   shm (one host), longfault-tcp, longfault-shm.  Default: all.
+#   shm (one host), longfault-tcp, longfault-shm (peers killed mid-pull;
+#   on shm also a sender killed holding its region lock).  Default: all.
 #   -m: measure instead of test: 20 restarts over tcp and shm (time from
 #   registration to the first delivered message) and the resolver's query
 #   latency between namespaces, as benchmark lines.
@@ -238,9 +239,17 @@ longfault() { # <mode>
 	local mode=$1 d=$tmp/lf-$1 rc
 	mkdir -p "$d"
 	host_env=(RIPC_PROVIDER=$mode RIPC_REGISTRY=$tmp/reg.lf-$mode RIPC_RESOLVER=0 FI_TCP_IFACE=lo)
-	for who in receiver sender; do
-		run_on - "$d/$who.log" "$lf" "$who-dies"; stop "$last" 120; rc=$?
-		result "longfault-$mode: $who killed mid-pull" "$rc" "$(tail -n 1 "$d/$who.log")"
+	local cases="receiver sender"
+	# shm only: the sender dies holding its region's spinlock (ref §4.3)
+	[ "$mode" = shm ] && cases="$cases sender-locked"
+	for who in $cases; do
+		local arg=$who-dies what="$who killed mid-pull"
+		[ "$who" = sender-locked ] && arg=sender-dies-locked \
+			what="sender killed, lock held"
+		run_on - "$d/$who.log" "$lf" "$arg"; stop "$last" 120; rc=$?
+		local detail; detail=$(tail -n 1 "$d/$who.log")
+		[ "$rc" = 137 ] && detail="hung: killed after 120 s. $detail"
+		result "longfault-$mode: $what" "$rc" "$detail"
 		[ "$rc" -ne 0 ] && sed 's/^/    /' "$d/$who.log.err" | tail -n 8
 	done
 }
