@@ -176,22 +176,39 @@ void ripc__bell_disarm(void)
 			 __ATOMIC_SEQ_CST);
 }
 
-/* After handing work to a same-host peer over shm: wake it if it sleeps. */
+/* After handing work to a same-host peer over shm: wake it if it sleeps.
+ *
+ * Only while its registry slot is still its own.  A peer that has ended
+ * leaves its slot to the next process that registers, and a message still
+ * queued for the dead peer is retried (and rung for) on every pass until
+ * its deadline: taking the newcomer's sleep word each time, for a
+ * datagram to a socket that no longer exists, left the newcomer asleep
+ * through the replies it waited for (seen under valgrind: a client's
+ * request answered, the answer never noticed, 10 s timeout). */
 void ripc__bell_ring(const struct ripc_peer *peer)
 {
 	struct sockaddr_un a;
 	uint32_t *word;
 	socklen_t len;
+	int slot = peer->reg_slot1 - 1;
 
-	if (peer->reg_slot1 == 0 || CTX->bell.out < 0)
+	if (peer->reg_slot1 == 0 || CTX->bell.out < 0 ||
+	    !ripc__reg_holds(slot, peer->inc))
 		return;
-	word = ripc__reg_sleep_word(peer->reg_slot1 - 1);
+	word = ripc__reg_sleep_word(slot);
 	if (!word)
 		return;
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (!__atomic_load_n(word, __ATOMIC_RELAXED) ||
 	    !__atomic_exchange_n(word, 0, __ATOMIC_SEQ_CST))
 		return;
+	if (!ripc__reg_holds(slot, peer->inc)) {
+		/* It changed hands just now: the word we took is the
+		 * newcomer's.  Give it back (at worst one ring it did not
+		 * need). */
+		__atomic_store_n(word, 1, __ATOMIC_SEQ_CST);
+		return;
+	}
 	len = bell_addr(peer->inc, &a);
 	if (sendto(CTX->bell.out, "", 1, MSG_DONTWAIT, (struct sockaddr *)&a,
 		   len) == 1)
@@ -274,6 +291,7 @@ int ripc__bell_post(const struct ripc_peer *peer, const void *buf, size_t len)
 
 	if (peer->reg_slot1 == 0 || CTX->bell.out < 0 || CTX->bell.fd < 0 ||
 	    len <= 1 || len > RIPC_SLOT_SIZE ||
+	    !ripc__reg_holds(peer->reg_slot1 - 1, peer->inc) ||
 	    !(mail = ripc__reg_mail_word(peer->reg_slot1 - 1)))
 		return -EAGAIN;
 	alen = bell_addr(peer->inc, &a);

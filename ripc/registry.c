@@ -882,6 +882,19 @@ uint32_t *ripc__reg_mail_word(int slot)
 	return &proc_at((unsigned)slot)->mail;
 }
 
+bool ripc__reg_holds(int slot, uint64_t incarnation)
+{
+	const struct reg_proc *p;
+
+	if (!reg.map || slot < 0 || slot >= RIPC_REG_MAX_PROCS)
+		return false;
+	p = proc_at((unsigned)slot);
+	/* Without the lock: a torn read only says "not any more". */
+	return __atomic_load_n(&p->state, __ATOMIC_ACQUIRE) == PROC_LIVE &&
+	       __atomic_load_n(&p->incarnation, __ATOMIC_ACQUIRE) ==
+		       incarnation;
+}
+
 int ripc__reg_self_slot(void)
 {
 	return reg.self;

@@ -92,6 +92,11 @@ uint32_t *ripc__reg_sleep_word(int slot);
 /* Its mail word: bumped after a message was sent to it through its
  * doorbell socket (bell.c).  NULL if slot is invalid. */
 uint32_t *ripc__reg_mail_word(int slot);
+/* Record slot still belongs to the live process of this incarnation.  A
+ * peer's slot is taken by another process once the peer has ended and its
+ * record was reclaimed: its words are then the newcomer's (bell.c).  Read
+ * without the lock. */
+bool ripc__reg_holds(int slot, uint64_t incarnation);
 int ripc__reg_self_slot(void);
 /* The live process with this incarnation: 0 and *out, or -ENOENT. */
 int ripc__reg_find_incarnation(uint64_t incarnation,

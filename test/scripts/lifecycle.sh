@@ -77,12 +77,22 @@ backtrace() {
 	kill -0 "$pid" 2>/dev/null || return 0
 	{
 		echo "# $why: pid $pid, $(date -u +%FT%TZ)"
-		timeout 30 gdb -p "$pid" -batch -nx \
-			-ex 'set pagination off' -ex 'thread apply all bt 12' \
-			2>&1 | grep -E '^(Thread|#)'
+		case $(ps -o comm= -p "$pid" 2>/dev/null) in
+		memcheck* | helgrind* | drd*)
+			# gdb sees only valgrind's own frames: ask valgrind
+			# itself for the program's stacks.
+			timeout 30 vgdb --pid="$pid" v.info scheduler 2>&1 |
+				sed -nE -e 's/^(Thread [0-9]+: .*)$/\1/p' \
+					-e 's/^==[0-9]+== +(at|by) 0x[0-9A-F]+: (.*)$/#  \2/p' ;;
+		*)
+			timeout 30 gdb -p "$pid" -batch -nx \
+				-ex 'set pagination off' \
+				-ex 'thread apply all bt 12' 2>&1 |
+				grep -E '^(Thread|#)' ;;
+		esac
 	} >"$f"
 	echo "lifecycle.sh: $why: backtrace of $pid in $f" >&2
-	grep -E '^(Thread|#[0-5] )' "$f" | head -n 40 >&2
+	grep -E '^(Thread|#[0-5] |#  )' "$f" | head -n 40 >&2
 }
 
 # wait_gone pid ms -> 0 if it ended within ms (reaped), else kills it.

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,6 +28,7 @@
 
 #include "log.h"
 #include "registry.h"
+#include "ripc_int.h" /* ripc__bell_ring and the peer it rings */
 
 static char path[128], path2[128];
 
@@ -1115,6 +1117,58 @@ Test(registry, find_incarnation_and_sleep_word)
 	child_release(&c);
 	cr_assert_eq(ripc__reg_find_incarnation(child_inc(&c), &out), -ENOENT,
 		     "a process that detached is not found");
+}
+
+/* A process's record slot goes to the next process that attaches once the
+ * process has ended and the record is reclaimed: what is addressed by slot
+ * (the sleep and mail words) must check the slot still holds the
+ * incarnation it is meant for.  A ring for an ended peer used to take the
+ * newcomer's sleep word (and send the datagram to the dead one), so the
+ * newcomer slept through the ring for its own reply. */
+Test(registry, slot_changes_hands)
+{
+	struct child a, b;
+	struct ripc_peer p;
+	uint64_t ia, ib;
+	uint32_t *w;
+	int sa;
+
+	open_attach(0x97);
+	cr_assert(ripc__reg_holds(ripc__reg_self_slot(), 0x97));
+	cr_assert_eq(spawn(&a, OP_ATTACH, 0, false), 0);
+	sa = child_slot(&a);
+	ia = child_inc(&a);
+	cr_assert(ripc__reg_holds(sa, ia));
+	cr_assert(!ripc__reg_holds(sa, ia + 1), "another incarnation");
+	cr_assert(!ripc__reg_holds(-1, ia));
+	cr_assert(!ripc__reg_holds(RIPC_REG_MAX_PROCS, ia));
+	child_kill(&a);
+	cr_assert(!ripc__reg_slot_live(sa, ia)); /* reclaims the record */
+	cr_assert(!ripc__reg_holds(sa, ia));
+	cr_assert_eq(spawn(&b, OP_ATTACH, 0, false), 0);
+	cr_assert_eq(child_slot(&b), sa, "the first free slot is reused");
+	ib = child_inc(&b);
+	cr_assert(ripc__reg_holds(sa, ib));
+	cr_assert(!ripc__reg_holds(sa, ia));
+
+	/* The newcomer sleeps; a ring meant for the ended peer of that
+	 * slot leaves its word alone, a ring for the newcomer takes it. */
+	CTX->bell.out = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+	cr_assert_geq(CTX->bell.out, 0);
+	w = ripc__reg_sleep_word(sa);
+	__atomic_store_n(w, 1, __ATOMIC_SEQ_CST);
+	memset(&p, 0, sizeof(p));
+	p.reg_slot1 = sa + 1;
+	p.inc = ia;
+	ripc__bell_ring(&p);
+	cr_assert_eq(__atomic_load_n(w, __ATOMIC_SEQ_CST), 1,
+		     "a ring for the slot's previous owner took the word");
+	p.inc = ib;
+	ripc__bell_ring(&p);
+	cr_assert_eq(__atomic_load_n(w, __ATOMIC_SEQ_CST), 0, "not rung");
+	close(CTX->bell.out);
+	CTX->bell.out = -1;
+	child_release(&b);
 }
 
 Test(registry, shm_pairs_limited_both_sides)
