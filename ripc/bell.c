@@ -192,14 +192,16 @@ void ripc__bell_ring(const struct ripc_peer *peer)
 	socklen_t len;
 	int slot = peer->reg_slot1 - 1;
 
-	if (peer->reg_slot1 == 0 || CTX->bell.out < 0 ||
-	    !ripc__reg_holds(slot, peer->inc))
+	if (peer->reg_slot1 == 0 || CTX->bell.out < 0)
 		return;
 	word = ripc__reg_sleep_word(slot);
 	if (!word)
 		return;
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	/* A busy peer's word is 0: one load per message, nothing more.
+	 * Whose word it is matters only when it is set. */
 	if (!__atomic_load_n(word, __ATOMIC_RELAXED) ||
+	    !ripc__reg_holds(slot, peer->inc) ||
 	    !__atomic_exchange_n(word, 0, __ATOMIC_SEQ_CST))
 		return;
 	if (!ripc__reg_holds(slot, peer->inc)) {
