@@ -135,6 +135,40 @@ static int provider_selection(unsigned *sel)
 
 /* ---- transports ----------------------------------------------------- */
 
+/*
+ * shm without CMA (FI_SHM_DISABLE_CMA, seccomp, Yama: attr.reads_need_peer)
+ * cannot pull safely: a read to a process that ended wedges the endpoint
+ * (ripc_prov.h).  When another transport reaches this host's processes
+ * (tcp), shm is closed and they use that one; our shm address is then not
+ * published, so peers use it too.  Alone, shm stays, with a warning.
+ */
+static void shm_without_cma(void)
+{
+	struct ripc_tp *shm = &CTX->tp[RIPC_PROV_SHM];
+	bool other = false;
+
+	if (!shm->open || !shm->attr.reads_need_peer)
+		return;
+	for (unsigned i = 0; i < RIPC_PROV_MAX; i++)
+		other |= i != RIPC_PROV_SHM && CTX->tp[i].open &&
+			 !CTX->tp[i].attr.same_host_only;
+	if (!other) {
+		ripc__log(RIPC_LOG_WARN,
+			  "shm has no CMA here (FI_SHM_DISABLE_CMA, seccomp or "
+			  "Yama): a peer that ends while this process pulls "
+			  "its long send stalls later shm transfers; add tcp "
+			  "to RIPC_PROVIDER to avoid it");
+		return;
+	}
+	ripc__log(RIPC_LOG_INFO,
+		  "shm has no CMA here (FI_SHM_DISABLE_CMA, seccomp or Yama): "
+		  "peers on this host use tcp");
+	shm->ops->close(shm->p);
+	shm->open = false;
+	shm->addrlen = 0;
+	CTX->ntp--;
+}
+
 static int transports_open(void)
 {
 	struct ripc_prov_opts opts = {
@@ -182,6 +216,7 @@ static int transports_open(void)
 		ripc__log(RIPC_LOG_INFO, "transport %s open (%s)",
 			  ripc__prov_names[i], t->attr.fabric_name);
 	}
+	shm_without_cma();
 	if (!CTX->ntp)
 		ripc__log(RIPC_LOG_ERROR,
 			  "no transport could be opened (RIPC_PROVIDER=\"%s\"); "

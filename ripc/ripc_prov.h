@@ -70,6 +70,12 @@ struct ripc_prov_attr {
 	bool same_host_only;     /* reaches only processes on this host */
 	bool checks_rma_keys;    /* target verifies key/bounds (not shm fast) */
 	bool costly_poll;        /* a CQ poll makes syscalls (tcp: sockets) */
+	/* An RMA read needs the data owner's progress, and one to a process
+	 * that ended stays in flight for ever and stalls the endpoint's later
+	 * reads and sends (shm without CMA: libfabric 1.17 completes shm's
+	 * response queue in order).  The core then reaches same-host peers
+	 * over another transport when it has one. */
+	bool reads_need_peer;
 	int wait_fd;             /* fd to poll() before ->poll(), or -1 */
 };
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,10 +34,91 @@ const struct ripc_ofi_row ripc__shm_row = {
 	.unchecked_fast_rma = true,
 };
 
+/*
+ * Does shm's RMA have CMA here?  With it, libfabric 1.17's shm reads a
+ * peer's memory with process_vm_readv and needs nothing of the peer;
+ * without it (FI_SHM_DISABLE_CMA, a seccomp filter as in containers, Yama)
+ * a read is a request the peer's progress must serve through shm's
+ * response queue, which completes in order: a read to a process that
+ * ended stays busy for ever and no later read or send of the endpoint
+ * completes (docs/FAULTS.md).  libfabric checks CMA per pair on first
+ * contact (smr_cma_check, ref §2) and tells nobody; these checks look at
+ * the same conditions from outside.
+ */
+static bool env_true(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && (!strcmp(v, "1") || !strcasecmp(v, "true") ||
+		     !strcasecmp(v, "yes") || !strcasecmp(v, "on"));
+}
+
+/* Whether process_vm_readv from us into `pid` is allowed: the kernel
+ * checks the caller's ptrace rights before it looks at the address, so a
+ * read of an address nobody maps says EFAULT when allowed, EPERM (Yama,
+ * another user, a process that is not dumpable) or ENOSYS/EPERM (seccomp)
+ * when not. */
+static int cma_probe(int pid)
+{
+	char c;
+	struct iovec l = { &c, 1 }, r = { (void *)(uintptr_t)8, 1 };
+
+	if (process_vm_readv(pid, &l, 1, &r, 1, 0) >= 0 || errno == EFAULT)
+		return 0;
+	return errno == ESRCH ? -ESRCH : -EPERM;
+}
+
+/* Yama's ptrace_scope: 0 (or no Yama) lets a process read any of its
+ * user's; 1 only its descendants, 2 only with CAP_SYS_PTRACE, 3 nobody.
+ * Peers are rarely our descendants, and a descendant cannot read us, so
+ * anything but 0 without the capability counts as no CMA. */
+static bool yama_allows(void)
+{
+	char buf[4096], *cap;
+	unsigned long long eff = 0;
+	ssize_t n;
+	int fd, scope;
+
+	if ((fd = open("/proc/sys/kernel/yama/ptrace_scope",
+		       O_RDONLY | O_CLOEXEC)) < 0)
+		return true;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = 0;
+	scope = atoi(buf);
+	if (scope == 0)
+		return true;
+	if (scope >= 3)
+		return false;
+	if ((fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	if (!(cap = strstr(buf, "CapEff:")))
+		return false;
+	eff = strtoull(cap + 7, NULL, 16);
+	return eff & (1ull << 19); /* CAP_SYS_PTRACE */
+}
+
+static bool cma_usable(void)
+{
+	return !env_true("FI_SHM_DISABLE_CMA") && cma_probe(getpid()) == 0 &&
+	       yama_allows();
+}
+
 static int shm_open(const struct ripc_prov_opts *opts, struct ripc_prov **out,
 		    struct ripc_prov_attr *attr)
 {
-	return ripc__ofi_open(&ripc__shm_row, opts, out, attr);
+	int ret = ripc__ofi_open(&ripc__shm_row, opts, out, attr);
+
+	if (ret == 0)
+		attr->reads_need_peer = !cma_usable();
+	return ret;
 }
 
 /*
