@@ -135,6 +135,22 @@ static void probe_transports(void)
 		if (!t->err)
 			ripc__prov_table[i]->close(p);
 	}
+	/* As ripc_init does: shm without CMA gives way to a transport that
+	 * reaches this host's processes too (ripc(7), TRANSPORTS). */
+	if (!probe[RIPC_PROV_SHM].err && probe[RIPC_PROV_SHM].selected &&
+	    probe[RIPC_PROV_SHM].attr.reads_need_peer) {
+		for (int i = 0; i < RIPC_PROV_MAX; i++) {
+			if (probe[i].err || !probe[i].selected ||
+			    probe[i].attr.same_host_only)
+				continue;
+			probe[RIPC_PROV_SHM].selected = false;
+			snprintf(probe[RIPC_PROV_SHM].why_not,
+				 sizeof(probe[RIPC_PROV_SHM].why_not),
+				 "no CMA here: peers on this host use %s",
+				 ripc__prov_names[i]);
+			break;
+		}
+	}
 }
 
 /* Number of entries in a sysfs class directory, -1 if it is absent. */
@@ -220,6 +236,7 @@ static void show_transports(void)
 		kv(K("wait_fd"), "%s", yesno(a->wait_fd >= 0));
 		kv(K("same_host_only"), "%s", yesno(a->same_host_only));
 		kv(K("checks_rma_keys"), "%s", yesno(a->checks_rma_keys));
+		kv(K("reads_need_peer"), "%s", yesno(a->reads_need_peer));
 #undef K
 	}
 }
