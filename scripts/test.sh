@@ -11,8 +11,8 @@
 #   2b. fault scenarios: restart, move, dead peers (test/scripts/faults.sh);
 #      the lifecycle suite: finalize races, SIGTERM/SIGINT, stopped peers,
 #      short timeouts, fork, a first sender that exits at once
-#      (test/scripts/lifecycle.sh), again with shm's CMA off and shm and
-#      tcp open; client churn, 2,000 sequential and 300
+#      (test/scripts/lifecycle.sh), again with shm's CMA refused (a
+#      seccomp filter, FI_SHM_DISABLE_CMA) and shm and tcp open; client churn, 2,000 sequential and 300
 #      concurrent clients over shm and tcp, and over a peer table of 16
 #      (test/scripts/churn.sh); a 60 s
 #      soak (test/scripts/soak.sh); the event-loop example over shm and
@@ -147,12 +147,19 @@ run_lifecycle() { # <label> <lifecycle.sh args...> (providers: shm, tcp)
 # and tcp.
 run_lifecycle "lifecycle (shm tcp, 20 runs a case)" \
 	-b build/test/functional -n 20
-# The same cases where shm has no CMA (as in many containers), with shm
-# and tcp open: same-host peers must use tcp, or a finalizing client's
-# exposed long send wedges the server's shm endpoint (docs/FAULTS.md).
-run_counted "lifecycle without CMA (FI_SHM_DISABLE_CMA=1, shm,tcp, 3 runs a case)" \
+# The same cases where shm has no CMA, with shm and tcp open: same-host
+# peers must use tcp, or a finalizing client's exposed long send wedges
+# the server's shm endpoint (docs/FAULTS.md).  Every process under a
+# seccomp filter that refuses process_vm_readv/writev, as container
+# runtimes do (ripc_nocma), and the finalize case again with libfabric's
+# FI_SHM_DISABLE_CMA=1.
+run_counted "lifecycle without CMA (seccomp, shm,tcp, 3 runs a case)" \
+	env RIPC_RESOLVER_PORT=$((${RIPC_RESOLVER_PORT:-47473} + 2)) \
+	test/scripts/lifecycle.sh -b build/test/functional -n 3 \
+	-w "$top/build/test/functional/ripc_nocma" shm,tcp
+run_counted "lifecycle finalize, FI_SHM_DISABLE_CMA=1 (shm,tcp, 5 runs)" \
 	env FI_SHM_DISABLE_CMA=1 RIPC_RESOLVER_PORT=$((${RIPC_RESOLVER_PORT:-47473} + 2)) \
-	test/scripts/lifecycle.sh -b build/test/functional -n 3 shm,tcp
+	test/scripts/lifecycle.sh -b build/test/functional -n 5 -c finalize shm,tcp
 
 # Client churn (issue 12): 2,000 client processes one after another, then
 # 300 alive at once (more than shm's 256 peers), against one service;
