@@ -341,6 +341,8 @@ for prov in $providers; do
 		if ! start_server "$dir" "$prov" "${srv_args[@]}"; then
 			if grep -q "not available" "$dir/server.log"; then
 				report "$c" "$prov" 77 "transport absent"
+			elif grep -q "no seccomp filter" "$dir/server.log"; then
+				report "$c" "$prov" 77 "no seccomp filter here (ripc_nocma)"
 			else
 				report "$c" "$prov" 1 "server did not start: $(tail -n 2 "$dir/server.log" | tr '\n' ' ')"
 			fi
