@@ -31,6 +31,10 @@
 # alive to the end.  A failure is reported with the first error, when,
 # and over which transport.
 #
+# SOAK_SERVER_WRAP (word-split) goes before the server's command line
+# only, e.g. to trace its heap: "env LD_PRELOAD=... ": it must exec the
+# server, which keeps its pid (see test/benchmarks/life_notes.md).
+#
 # Every process is started by this script and stopped by pid (TERM, then
 # KILL); each client runs under `timeout`; the registry (private) and
 # /dev/shm files of our processes are removed at the end.  Set
@@ -153,7 +157,8 @@ pid_of() { # NAME: the program's pid, waiting up to 2 s for the file
 # ---- server and idle probe ------------------------------------------------
 
 LIMIT=$((DUR + 300))
-start srv "$LIMIT" "$SOAK" -r "$WORK/ready" > "$WORK/srv.out" 2> "$WORK/srv.err"
+# shellcheck disable=SC2086
+start srv "$LIMIT" ${SOAK_SERVER_WRAP:-} "$SOAK" -r "$WORK/ready" > "$WORK/srv.out" 2> "$WORK/srv.err"
 SRV_PID=$(pid_of srv)
 for ((i = 0; i < 100; i++)); do
 	[ -s "$WORK/ready" ] && break
