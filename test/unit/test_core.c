@@ -938,6 +938,41 @@ Test(core, shm_on_means_shm)
 	cr_assert_str_eq(ripc_transport_of(SVC), "shm");
 }
 
+/* shm without CMA cannot pull safely (ripc(7), TRANSPORTS): with tcp open
+ * the process closes shm, and even it reaches itself over tcp; a long
+ * item, pulled by RDMA read, arrives intact that way. */
+Test(core, shm_without_cma_gives_way_to_tcp)
+{
+	static uint8_t big[100000];
+	void *b[1] = { big };
+	uint32_t l[1] = { sizeof(big) };
+	struct rx r;
+
+	setenv("FI_SHM_DISABLE_CMA", "1", 1); /* before libfabric starts */
+	setenv("RIPC_PROVIDER", "shm,tcp", 1);
+	setenv("RIPC_RESOLVER", "0", 1);
+	need_service(SVC);
+	cr_assert_str_eq(ripc_transport_of(SVC), "tcp");
+	fill(big, sizeof(big), 7);
+	cr_assert_eq(ripc_send_long(SVC, SVC, b, l, 1, NULL, NULL, 0),
+		     RIPC_OK, "%s", ripc_strerror(ripc_last_error()));
+	receive(SVC, &r);
+	cr_assert_eq(r.err, RIPC_OK);
+	cr_assert_eq(r.nlong, 1);
+	cr_assert_eq(r.lsizes[0], sizeof(big));
+	cr_assert(!memcmp(r.litems[0], big, sizeof(big)));
+	release(&r, true);
+}
+
+/* With shm alone there is nothing to give way to: shm stays. */
+Test(core, shm_without_cma_alone_stays)
+{
+	setenv("FI_SHM_DISABLE_CMA", "1", 1);
+	setenv("RIPC_RESOLVER", "0", 1);
+	need_service(SVC);
+	cr_assert_str_eq(ripc_transport_of(SVC), "shm");
+}
+
 /* ---- zero-length items (libRIPC sent them) --------------------------- */
 
 Test(core, zero_length_short_items)
