@@ -193,7 +193,23 @@ static bool all_posted(const struct ripc_pull *p)
 	return true;
 }
 
-static void repost_retries(void)
+/* A peer that refused a read (-EAGAIN) or is not ready is passed over
+ * for the rest of the pass (its later chunks keep their order), but the
+ * pass goes on with the other peers: one peer that cannot take reads (a
+ * process that ended before libfabric's shm finished its hand-shake with
+ * it, or with a read of ours outstanding; a tcp connection that refuses
+ * every read until the pull times out) must not hold up the pulls from
+ * everybody else.  The pass used to stop at the first -EAGAIN: a held
+ * server of the lifecycle case `finalize -p shm` (docs/FAULTS.md) had the
+ * pulls from clients that had finalized at the head of its queue, none
+ * posted, and the check client's request behind them until it timed
+ * out. */
+static bool peer_refused(const struct ripc_peer *peer, uint32_t gen)
+{
+	return peer->read_gen == gen;
+}
+
+static void repost_retries(uint32_t gen)
 {
 	struct ripc_list *pos, *tmp;
 
@@ -208,8 +224,11 @@ static void repost_retries(void)
 
 		if (p->err || !p->msg) {
 			ret = -ECANCELED; /* given up meanwhile */
+		} else if (peer_refused(p->peer, gen)) {
+			continue; /* keep its order; try later */
 		} else if (!ripc__peer_ready(p->peer)) {
-			return; /* not mapped by the owner yet: later */
+			p->peer->read_gen = gen; /* not mapped yet: later */
+			continue;
 		} else {
 			ret = t->ops->read(t->p, p->peer->handle,
 					   it->dst + op->off, op->len, it->desc,
@@ -217,7 +236,8 @@ static void repost_retries(void)
 					   &op->op);
 			if (ret == -EAGAIN) {
 				ripc__bell_ring(p->peer); /* see txq.c */
-				return; /* keep order; try later */
+				p->peer->read_gen = gen;
+				continue; /* keep its order; try later */
 			}
 		}
 		ripc_list_del(&op->retry);
@@ -233,9 +253,12 @@ static void repost_retries(void)
 void ripc__pull_post_reads(void)
 {
 	struct ripc_list *pos, *tmp;
+	uint32_t gen = ++CTX->pl.read_gen;
 
+	if (gen == 0) /* wrapped: 0 is every peer's initial value */
+		gen = ++CTX->pl.read_gen;
 	if (!ripc_list_empty(&CTX->pl.read_retry))
-		repost_retries();
+		repost_retries(gen);
 
 	ripc_list_for_each_safe(pos, tmp, &CTX->pl.readq)
 	{
@@ -248,9 +271,12 @@ void ripc__pull_post_reads(void)
 			p->err = RIPC_EPULL; /* abandoned: post no more */
 		if (chunk > t->attr.max_msg_size)
 			chunk = t->attr.max_msg_size;
+		if (!p->err && peer_refused(p->peer, gen))
+			continue; /* it refused a read this pass */
 		if (!p->err && !ripc__peer_ready(p->peer))
 			continue; /* not mapped by the owner yet: later */
-		for (unsigned i = 0; i < p->n && !p->err; i++) {
+		for (unsigned i = 0;
+		     i < p->n && !p->err && !peer_refused(p->peer, gen); i++) {
 			struct ripc_pull_item *it = &p->item[i];
 
 			while (it->dst && it->next < it->len) {
@@ -281,7 +307,8 @@ void ripc__pull_post_reads(void)
 				if (ret == -EAGAIN) {
 					free(op);
 					ripc__bell_ring(p->peer);
-					return;
+					p->peer->read_gen = gen;
+					break; /* the next pull, another peer */
 				}
 				if (ret) {
 					free(op);

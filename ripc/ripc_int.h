@@ -270,6 +270,7 @@ struct ripc_peer {
 				  * its registry record + 1 (the sweep) */
 	uint32_t nqueued;        /* messages waiting in the transmit queue */
 	uint32_t flush_gen;      /* last flush pass that found it busy */
+	uint32_t read_gen;       /* last read-posting pass it refused */
 	int8_t tp;
 	bool dead;               /* a sweep found its process gone */
 	bool mapped;             /* handle is valid: av_insert done */
@@ -386,6 +387,7 @@ struct ripc_pull_state {
 	struct ripc_list readq;      /* pulls with chunks left to post */
 	struct ripc_list read_retry; /* read chunks to post again */
 	struct ripc_list reads;      /* read chunks posted, not completed */
+	uint32_t read_gen;           /* posting passes (peer.read_gen) */
 };
 
 /* ---- the transmit queue (txq.c) ------------------------------------- */
