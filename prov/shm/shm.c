@@ -68,6 +68,22 @@ static int cma_probe(int pid)
 	return errno == ESRCH ? -ESRCH : -EPERM;
 }
 
+/* A small /proc or /sys file, NUL-terminated: its length, or -errno. */
+static ssize_t read_text(const char *path, char *buf, size_t room)
+{
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, room - 1);
+	close(fd);
+	if (n < 0)
+		return -EIO;
+	buf[n] = 0;
+	return n;
+}
+
 /* Yama's ptrace_scope: 0 (or no Yama) lets a process read any of its
  * user's; 1 only its descendants, 2 only with CAP_SYS_PTRACE, 3 nobody.
  * Peers are rarely our descendants, and a descendant cannot read us, so
@@ -75,34 +91,17 @@ static int cma_probe(int pid)
 static bool yama_allows(void)
 {
 	char buf[4096], *cap;
-	unsigned long long eff = 0;
-	ssize_t n;
-	int fd, scope;
+	int scope;
 
-	if ((fd = open("/proc/sys/kernel/yama/ptrace_scope",
-		       O_RDONLY | O_CLOEXEC)) < 0)
+	if (read_text("/proc/sys/kernel/yama/ptrace_scope", buf, sizeof(buf)) <= 0)
 		return true;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = 0;
 	scope = atoi(buf);
 	if (scope == 0)
 		return true;
-	if (scope >= 3)
+	if (scope >= 3 || read_text("/proc/self/status", buf, sizeof(buf)) <= 0 ||
+	    !(cap = strstr(buf, "CapEff:")))
 		return false;
-	if ((fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC)) < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
-	if (!(cap = strstr(buf, "CapEff:")))
-		return false;
-	eff = strtoull(cap + 7, NULL, 16);
-	return eff & (1ull << 19); /* CAP_SYS_PTRACE */
+	return strtoull(cap + 7, NULL, 16) & (1ull << 19); /* CAP_SYS_PTRACE */
 }
 
 static bool cma_usable(void)
@@ -217,18 +216,12 @@ static bool pid_ended(int pid)
 {
 	char path[64], buf[512], *p;
 	ssize_t n;
-	int fd;
 
 	if (kill(pid, 0) < 0 && errno == ESRCH)
 		return true;
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return errno == ENOENT;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
+	if ((n = read_text(path, buf, sizeof(buf))) <= 0)
+		return n == -ENOENT;
 	/* The command name may hold anything: the state follows the last
 	 * ')'. */
 	p = strrchr(buf, ')');
