@@ -7,9 +7,10 @@
  *       pulls.  The registrations must be released after
  *       RIPC_LONG_TIMEOUT_MS (2 s here) and the process keep working.
  *   ripc_longfault sender-dies
- *       A child long-sends to this process and is SIGKILLed at once.  The
- *       receive must end with RIPC_EPULL within RIPC_PULL_TIMEOUT_MS (3 s
- *       here), and a message from another sender must still arrive.
+ *       A child long-sends to this process and is SIGKILLed before this
+ *       process can have pulled it all.  The receive must end with
+ *       RIPC_EPULL within RIPC_PULL_TIMEOUT_MS (3 s here), and a message
+ *       from another sender must still arrive.
  *   ripc_longfault sender-dies-locked   (shm only)
  *       As sender-dies, but the child dies holding its own shm region's
  *       spinlock, as a process SIGKILLed inside libfabric 1.17's shm
@@ -18,6 +19,14 @@
  *       RIPC_EPULL (the shm watchdog releases a dead process's lock)
  *       instead of spinning forever.  Exit 77 where the region is not
  *       the 1.17 layout the watchdog knows.
+ *       In both, this process drives its library itself
+ *       (RIPC_PROGRESS=manual) and calls it only once the sender is dead:
+ *       the sender dies before its long send is pulled, whatever the load.
+ *       (A sender that slept 5 ms before dying was, on a loaded machine,
+ *       sometimes dead only after a 256 MiB pull had finished: "the pull
+ *       from a killed sender succeeded".  Stopping this process with
+ *       SIGSTOP instead hung: stopped inside shm's critical section, it
+ *       kept its region's lock, which the sender's send spun on.)
  * The last line says what happened; exit 0 if it is what must happen.
  */
 #include <dirent.h>
@@ -199,15 +208,17 @@ static int sender_dies(bool locked)
 	child = fork();
 	if (child == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
-		/* The sender: exposes 256 MiB, and dies right away. */
+		/* The sender: says hello (over tcp the connection needs
+		 * the receiver's progress, which it makes in the receive
+		 * that takes the hello), exposes 256 MiB and dies. */
 		uint16_t id = ripc_register_random_service_id();
 		uint8_t *buf = ripc_buf_alloc(BIG);
-		void *b[1] = { buf };
-		uint32_t l[1] = { BIG };
+		void *b[1] = { buf }, *hb[1] = { "hello" };
+		uint32_t l[1] = { BIG }, hl[1] = { 6 };
 
-		if (!buf || ripc_send_long(id, me, b, l, 1, NULL, NULL, 0))
+		if (!buf || ripc_send_short(id, me, hb, hl, 1, NULL, NULL, 0) ||
+		    ripc_send_long(id, me, b, l, 1, NULL, NULL, 0))
 			_exit(1);
-		usleep(5000);
 		if (locked) {
 			char ok = lock_own_region();
 
@@ -216,17 +227,47 @@ static int sender_dies(bool locked)
 		}
 		raise(SIGKILL);
 	}
+	if (locked)
+		close(lpfd[1]); /* EOF if the sender ends before it writes */
+	r = ripc_receive_timeout(me, &from, &si, &ss, &ns, &li, &ls, &nl,
+				 20000);
+	if (r || ns != 1 || nl || strcmp(si[0], "hello")) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		shm_cleanup(child);
+		return fail("no hello from the sender");
+	}
+	ripc_buf_free(si[0]);
+	free(si);
+	free(ss);
+	free(li);
+	free(ls);
 	if (locked) {
 		char ok = 0;
+		ssize_t got = read(lpfd[0], &ok, 1);
 
-		if (read(lpfd[0], &ok, 1) != 1 || !ok) {
+		if (got != 1 || !ok) {
 			kill(child, SIGKILL);
 			waitpid(child, NULL, 0);
 			shm_cleanup(child);
+			if (got != 1)
+				return fail("the sender ended before it locked");
 			printf("Notrun: no shm region of the libfabric 1.17 "
 			       "layout in the sender\n");
 			return 77;
 		}
+	}
+	/* Outside the library (manual progress: nothing is pulled) until the
+	 * sender is dead; not reaped, a zombie as a crashed process whose
+	 * parent has not looked yet. */
+	siginfo_t si_child;
+
+	if (waitid(P_PID, (id_t)child, &si_child, WEXITED | WNOWAIT))
+		return fail("waitid");
+	if (si_child.si_code != CLD_KILLED) {
+		waitpid(child, NULL, 0);
+		shm_cleanup(child);
+		return fail("the sender failed before it was killed");
 	}
 	t0 = now();
 	r = ripc_receive_timeout(me, &from, &si, &ss, &ns, &li, &ls, &nl,
@@ -260,8 +301,9 @@ static int sender_dies(bool locked)
 	ripc_buf_free(si[0]);
 	free(si);
 	free(ss);
-	printf("sender killed during the pull%s: receive ended with "
-	       "RIPC_EPULL after %.2f s; the next message arrived\n",
+	printf("sender killed%s before its long send was pulled: receive "
+	       "ended with RIPC_EPULL after %.2f s; the next message "
+	       "arrived\n",
 	       locked ? " holding its shm region lock" : "", t_err);
 	return 0;
 }
@@ -271,6 +313,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	setenv("RIPC_LONG_TIMEOUT_MS", "2000", 1);
 	setenv("RIPC_PULL_TIMEOUT_MS", "3000", 1);
+	if (argc == 2 && !strncmp(argv[1], "sender-dies", 11))
+		setenv("RIPC_PROGRESS", "manual", 1); /* see sender-dies */
 	if (argc == 2 && !strcmp(argv[1], "receiver-dies"))
 		return receiver_dies();
 	if (argc == 2 && !strcmp(argv[1], "sender-dies"))

@@ -4,8 +4,9 @@
 # Usage: faults.sh [-b bindir] [-m] [scenario ...]
 #   scenarios: netns (three network namespaces as hosts A, B, C, created
 #   and removed here; Notrun where namespaces cannot be created), tcp and
-#   shm (one host), longfault-tcp, longfault-shm (peers killed mid-pull;
-#   on shm also a sender killed holding its region lock).  Default: all.
+#   shm (one host), longfault-tcp, longfault-shm (a receiver killed
+#   mid-pull, a sender killed before its long send is pulled; on shm also
+#   a sender killed holding its region lock).  Default: all.
 #   -m: measure instead of test: 20 restarts over tcp and shm (time from
 #   registration to the first delivered message) and the resolver's query
 #   latency between namespaces, as benchmark lines.
@@ -244,6 +245,7 @@ longfault() { # <mode>
 	[ "$mode" = shm ] && cases="$cases sender-locked"
 	for who in $cases; do
 		local arg=$who-dies what="$who killed mid-pull"
+		[ "$who" = sender ] && what="sender killed before the pull"
 		[ "$who" = sender-locked ] && arg=sender-dies-locked \
 			what="sender killed, lock held"
 		run_on - "$d/$who.log" "$lf" "$arg"; stop "$last" 120; rc=$?
