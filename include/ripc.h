@@ -224,6 +224,11 @@ struct ripc_stats {
 	/* Peers forgotten to make room in a full peer table (their routes
 	 * are looked up again when next used). */
 	uint64_t peers_evicted;
+	/* Pulls, long sends and return-buffer offers ended because the
+	 * peer's process on this host had ended (RIPC_EPULL, RIPC_EPEER)
+	 * instead of at RIPC_PULL_TIMEOUT_MS, RIPC_LONG_TIMEOUT_MS or
+	 * RIPC_RETURN_TIMEOUT_MS. */
+	uint64_t peer_ended_transfers;
 };
 /* Copies min(size, sizeof(struct ripc_stats)) bytes of counters. */
 uint8_t ripc_stats(struct ripc_stats *stats, size_t size);

@@ -95,6 +95,7 @@ int ripc__expose(struct ripc_peer *peer, uint64_t peer_inc, uint8_t kind,
 	e->src = src;
 	e->dest = dest;
 	e->send_seq = CTX->ex.send_seq;
+	e->since = ripc__now_ns();
 	e->deadline = deadline;
 	ripc__timer_note(deadline);
 	e->n = n;
@@ -256,6 +257,16 @@ uint64_t ripc__expose_timers(uint64_t now)
 		struct ripc_expo *e =
 			ripc_container_of(pos, struct ripc_expo, link);
 
+		if (ripc__peer_ended(e->peer, e->since, now, &next)) {
+			/* Nobody will pull it or write into it: at once,
+			 * not at the deadline (a stopped peer is alive). */
+			ripc__log_rl(RIPC_LOG_INFO,
+				     "peer process ended; revoking the "
+				     "registrations exposed to it");
+			CTX->stats.peer_ended_transfers++;
+			ripc__expose_end(e, RIPC_EPEER, false);
+			continue;
+		}
 		if (now < e->deadline) {
 			if (e->deadline < next)
 				next = e->deadline;

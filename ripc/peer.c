@@ -490,6 +490,65 @@ out:
 	CTX->sweep_retry_ns = left ? ripc__now_ns() + 100000000ull : 0;
 }
 
+/*
+ * A transfer that waits on a peer (a pull from it, an exposure to it)
+ * would otherwise wait for RIPC_PULL_TIMEOUT_MS or RIPC_LONG_TIMEOUT_MS
+ * (30 s) when the peer's process has ended: over shm a pull from a process
+ * that ended before it mapped us is refused until then, and nothing tells
+ * the owner of an exposure that its receiver died.  A process of this host
+ * can be asked (its registry record, a pidfd poll once known): first when
+ * a transfer has waited RIPC_PEER_CHECK_NS, then at gaps that double up to
+ * a second per peer, so that a peer with many slow transfers, or many
+ * peers, cost a few polls a second.  A stopped process is alive.
+ */
+#define PEER_CHECK_MAX_NS 1000000000ull
+
+bool ripc__peer_ended(struct ripc_peer *p, uint64_t since, uint64_t now,
+		      uint64_t *next)
+{
+	uint64_t at;
+	int32_t slot1;
+	bool same_host;
+
+	if (p->dead || p->ended)
+		return true;
+	same_host = CTX->tp[p->tp].attr.same_host_only;
+	slot1 = p->reg_slot1 ? p->reg_slot1 : p->proc_slot1;
+	if ((!slot1 && !same_host) || ripc__reg_self_slot() < 0)
+		return false; /* another host's: its transport must tell */
+	at = since + RIPC_PEER_CHECK_NS;
+	if (at < p->check_ns)
+		at = p->check_ns;
+	if (now < at) {
+		if (at < *next)
+			*next = at;
+		return false;
+	}
+	if (!slot1) {
+		/* Not found when made: a process that had ended by then
+		 * (its record reaped), or one whose record was not written
+		 * yet.  As the sweep does, absent now means ended. */
+		slot1 = same_host_slot1(p->tp, p->addr, p->addrlen, p->inc);
+		p->proc_slot1 = p->reg_slot1 = slot1;
+	}
+	if (slot1 && ripc__reg_slot_live(slot1 - 1, p->inc)) {
+		p->check_gap_ns = p->check_gap_ns ? p->check_gap_ns * 2
+						  : RIPC_PEER_CHECK_NS;
+		if (p->check_gap_ns > PEER_CHECK_MAX_NS)
+			p->check_gap_ns = PEER_CHECK_MAX_NS;
+		p->check_ns = now + p->check_gap_ns;
+		if (p->check_ns < *next)
+			*next = p->check_ns;
+		return false;
+	}
+	/* Gone.  Not marked for the sweep: forgetting it now (shm's
+	 * av_remove) while a new process may take its place in shm's table
+	 * broke that process's hand-shake with us (docs/FAULTS.md); the
+	 * sweep finds it on its own schedule, as before. */
+	p->ended = true;
+	return true;
+}
+
 void ripc__peers_fini(void)
 {
 	for (unsigned b = 0; b < 256; b++) {

@@ -333,7 +333,8 @@ void ripc__pull_post_reads(void)
 	}
 }
 
-/* A pull that overran RIPC_PULL_TIMEOUT_MS: the message is delivered with
+/* A pull that overran RIPC_PULL_TIMEOUT_MS, or from a process of this
+ * host that has ended (ripc__peer_ended): the message is delivered with
  * RIPC_EPULL and without its long items; the pull ends once its reads in
  * flight have come back. */
 uint64_t ripc__pull_timers(uint64_t now)
@@ -349,12 +350,19 @@ uint64_t ripc__pull_timers(uint64_t now)
 
 		if (!m)
 			continue;
-		if (now < p->deadline) {
+		if (ripc__peer_ended(p->peer,
+				     p->deadline - CTX->cfg.pull_timeout_ns,
+				     now, &next)) {
+			ripc__log_rl(RIPC_LOG_INFO,
+				     "pull from a process that ended");
+			CTX->stats.peer_ended_transfers++;
+		} else if (now < p->deadline) {
 			if (p->deadline < next)
 				next = p->deadline;
 			continue;
+		} else {
+			ripc__log_rl(RIPC_LOG_INFO, "pull timed out");
 		}
-		ripc__log_rl(RIPC_LOG_INFO, "pull timed out");
 		for (unsigned i = 0; i < p->n; i++) {
 			m->long_ptr[i] = NULL;
 			m->long_origin[i] = RIPC_ORIGIN_NONE;

@@ -271,8 +271,11 @@ struct ripc_peer {
 	uint32_t nqueued;        /* messages waiting in the transmit queue */
 	uint32_t flush_gen;      /* last flush pass that found it busy */
 	uint32_t read_gen;       /* last read-posting pass it refused */
+	uint64_t check_ns;       /* next look at whether its process ended */
+	uint64_t check_gap_ns;   /* and the gap to the one after */
 	int8_t tp;
 	bool dead;               /* a sweep found its process gone */
+	bool ended;              /* ripc__peer_ended saw it gone */
 	bool mapped;             /* handle is valid: av_insert done */
 	bool map_pending;        /* counted in nunmapped: the engine maps it */
 	bool ready;              /* may be sent to (ripc__peer_ready) */
@@ -432,6 +435,7 @@ struct ripc_expo {
 	uint64_t peer_inc;
 	uint16_t src, dest;      /* our service, the peer's service */
 	uint64_t send_seq;       /* the public call it belongs to */
+	uint64_t since;          /* when it began */
 	uint64_t deadline;
 	uint16_t n;
 	struct ripc_expo_item {
@@ -701,6 +705,14 @@ void ripc__peers_fini(void);
 void ripc__peer_learn(int tp, uint64_t inc);
 /* Forget same-host peers whose process ended (engine only). */
 void ripc__peers_sweep(void);
+/* Has the peer's process ended?  For a transfer with it that has waited
+ * since `since` (engine only): only processes of this host can be told,
+ * and they are looked at when the transfer has waited RIPC_PEER_CHECK_NS,
+ * then at growing gaps up to a second.  *next: when to ask again
+ * (unchanged if never). */
+bool ripc__peer_ended(struct ripc_peer *p, uint64_t since, uint64_t now,
+		      uint64_t *next);
+#define RIPC_PEER_CHECK_NS 10000000ull
 /* May we post to this peer now?  Over shm, not before it has mapped us
  * (registry.h, accepting a pair); meanwhile it is rung and the caller
  * treats the peer as busy (-EAGAIN).  Cheap once true (one flag). */

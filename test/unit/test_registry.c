@@ -1255,6 +1255,82 @@ Test(registry, slot_live_reclaims_dead)
 	cr_assert_eq(ripc__reg_claim(710, false), 0);
 }
 
+/* A pull from, or a long send to, a process of this host that has ended
+ * ends then, not at its timeout (ripc__peer_ended): looked at once the
+ * transfer has waited RIPC_PEER_CHECK_NS, then at doubling gaps; a
+ * stopped process is alive, a zombie has ended, another host's peer is
+ * never looked at, a same-host peer without a record has ended.  It is
+ * not handed to the sweep early (docs/FAULTS.md). */
+Test(registry, transfer_peer_ended)
+{
+	const uint64_t C = RIPC_PEER_CHECK_NS, since = 1000 * C;
+	struct ripc_peer p, remote, gone;
+	struct child a;
+	uint64_t next;
+	int st;
+
+	open_attach(0x98);
+	cr_assert_eq(spawn(&a, OP_ATTACH, 0, false), 0);
+	memset(&p, 0, sizeof(p));
+	p.tp = RIPC_PROV_TCP; /* a process of this host over tcp */
+	p.proc_slot1 = child_slot(&a) + 1;
+	p.inc = child_inc(&a);
+	CTX->sweep_due = false;
+
+	next = UINT64_MAX; /* young: not looked at, but at since + C */
+	cr_assert(!ripc__peer_ended(&p, since, since + C - 1, &next));
+	cr_assert_eq(next, since + C);
+	next = UINT64_MAX; /* alive; the next look C later, then 2C */
+	cr_assert(!ripc__peer_ended(&p, since, since + C, &next));
+	cr_assert_eq(next, since + 2 * C);
+	next = UINT64_MAX;
+	cr_assert(!ripc__peer_ended(&p, since, since + 2 * C, &next));
+	cr_assert_eq(next, since + 4 * C, "the gap doubles");
+	/* Another transfer with the same peer waits for the same look. */
+	next = UINT64_MAX;
+	cr_assert(!ripc__peer_ended(&p, since + 3 * C, since + 3 * C + 1,
+				    &next));
+	cr_assert_eq(next, since + 4 * C);
+
+	cr_assert_eq(kill(a.pid, SIGSTOP), 0); /* stopped is alive */
+	next = UINT64_MAX;
+	cr_assert(!ripc__peer_ended(&p, since, since + 4 * C, &next));
+	cr_assert_eq(kill(a.pid, SIGCONT), 0);
+
+	memset(&remote, 0, sizeof(remote)); /* no record: another host's */
+	remote.tp = RIPC_PROV_TCP;
+	remote.inc = 0x77;
+	next = UINT64_MAX;
+	cr_assert(!ripc__peer_ended(&remote, 0, since * 10, &next));
+	cr_assert_eq(next, UINT64_MAX, "nothing to look at later");
+	cr_assert(!remote.dead);
+
+	/* Killed, not reaped: a zombie has ended. */
+	cr_assert_eq(kill(a.pid, SIGKILL), 0);
+	cr_assert_eq(waitid(P_PID, (id_t)a.pid, &(siginfo_t){ 0 },
+			    WEXITED | WNOWAIT), 0);
+	next = UINT64_MAX;
+	cr_assert(!ripc__peer_ended(&p, since, since + 8 * C - 1, &next),
+		  "looked at before its time");
+	cr_assert(ripc__peer_ended(&p, since, since + 8 * C, &next));
+	cr_assert(!p.dead && !CTX->sweep_due,
+		  "the sweep forgets it on its own schedule");
+	cr_assert(ripc__peer_ended(&p, since, since, &next), "stays ended");
+	cr_assert_eq(waitpid(a.pid, &st, 0), a.pid);
+	close(a.hold);
+
+	/* A same-host transport's peer whose record is gone has ended. */
+	memset(&gone, 0, sizeof(gone));
+	gone.tp = RIPC_PROV_SHM;
+	gone.inc = child_inc(&a);
+	gone.addrlen = 4;
+	CTX->tp[RIPC_PROV_SHM].attr.same_host_only = true;
+	next = UINT64_MAX;
+	cr_assert(ripc__peer_ended(&gone, since, since + C, &next));
+	CTX->tp[RIPC_PROV_SHM].attr.same_host_only = false;
+	CTX->sweep_due = false;
+}
+
 /* Either side of a pair sends over shm only once the other has mapped it
  * (registry.h): the one that forms the pair maps the other after its
  * first messages have gone through the doorbell. */
