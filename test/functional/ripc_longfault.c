@@ -8,6 +8,12 @@
  *       the library has seen that the child ended (a process of this
  *       host: long before RIPC_LONG_TIMEOUT_MS, 2 s here, which must not
  *       be what ended it), and the process keep working.
+ *   ripc_longfault replier-dies
+ *       This process offers a return buffer with a request to a child
+ *       that is SIGKILLed once it has the request, before it replies.
+ *       The offer must end with RIPC_EPEER because the child ended (not
+ *       at RIPC_RETURN_TIMEOUT_MS, 4 s here), and the process keep
+ *       working.
  *   ripc_longfault sender-dies
  *       A child long-sends to this process and is SIGKILLed before this
  *       process can have pulled it all.  The receive must end with
@@ -156,6 +162,87 @@ static int receiver_dies(void)
 	printf("receiver killed 20 ms into the pull: registrations released "
 	       "%.3f s after (its process ended; reported %s), process still "
 	       "works\n",
+	       t_rel, ripc_strerror(rel));
+	return 0;
+}
+
+static int replier_dies(void)
+{
+	static uint8_t rbuf[65536];
+	int pfd[2], gfd[2];
+	uint16_t rid, me;
+	pid_t child;
+	double t0, t_rel;
+	struct ripc_stats st;
+	uint8_t rel;
+	char got;
+
+	if (pipe(pfd) || pipe(gfd))
+		return 1;
+	child = fork();
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
+		/* The replier: registers, tells its ID, takes the request,
+		 * says so, and waits to be killed without replying. */
+		uint16_t id = ripc_register_random_service_id();
+		char one = 1;
+
+		if (write(pfd[1], &id, sizeof(id)) != sizeof(id))
+			_exit(1);
+		if (ripc_receive(id, NULL, NULL, NULL, NULL, NULL, NULL, NULL) ||
+		    write(gfd[1], &one, 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(gfd[1]);
+	if (read(pfd[0], &rid, sizeof(rid)) != sizeof(rid) ||
+	    rid == RIPC_INVALID_SERVICE_ID)
+		return fail("replier did not start");
+	me = ripc_register_random_service_id();
+	if (me == RIPC_INVALID_SERVICE_ID)
+		return fail("register");
+	const char *req = "reply into this";
+	void *b[1] = { (void *)req }, *rb[1] = { rbuf };
+	uint32_t l[1] = { 16 }, rl[1] = { sizeof(rbuf) };
+
+	if (ripc_send_short(me, rid, b, l, 1, rb, rl, 1))
+		return fail("request with a return buffer");
+	if (read(gfd[0], &got, 1) != 1)
+		return fail("the replier ended before it had the request");
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	shm_cleanup(child);
+	t0 = now();
+	rel = ripc_wait_released(rbuf, 10000);
+	if (rel == RIPC_ETIMEDOUT)
+		return fail("the offer never ended");
+	t_rel = now() - t0;
+	ripc_stats(&st, sizeof(st));
+	if (rel != RIPC_EPEER)
+		return fail("the offer ended, but not with RIPC_EPEER");
+	if (st.peer_ended_transfers != 1)
+		return fail("the offer ended by its timeout, not because the "
+			    "replier's process ended");
+	/* Still working: a message to ourselves. */
+	const char *hi = "still here";
+	void *hb[1] = { (void *)hi };
+	uint32_t hl[1] = { 11 };
+	void **si;
+	uint32_t *ss;
+	uint16_t ns;
+
+	if (ripc_send_short(me, me, hb, hl, 1, NULL, NULL, 0) ||
+	    ripc_receive_timeout(me, NULL, &si, &ss, &ns, NULL, NULL, NULL,
+				 5000) ||
+	    ns != 1 || strcmp(si[0], hi))
+		return fail("process unusable after its replier died");
+	ripc_buf_free(si[0]);
+	free(si);
+	free(ss);
+	printf("replier killed with the request in hand: the offered return "
+	       "buffer ended %.3f s after (its process ended; reported %s), "
+	       "process still works\n",
 	       t_rel, ripc_strerror(rel));
 	return 0;
 }
@@ -327,16 +414,20 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	setenv("RIPC_LONG_TIMEOUT_MS", "2000", 1);
 	setenv("RIPC_PULL_TIMEOUT_MS", "3000", 1);
+	setenv("RIPC_RETURN_TIMEOUT_MS", "4000", 1);
 	if (argc == 2 && !strncmp(argv[1], "sender-dies", 11))
 		setenv("RIPC_PROGRESS", "manual", 1); /* see sender-dies */
 	if (argc == 2 && !strcmp(argv[1], "receiver-dies"))
 		return receiver_dies();
+	if (argc == 2 && !strcmp(argv[1], "replier-dies"))
+		return replier_dies();
 	if (argc == 2 && !strcmp(argv[1], "sender-dies"))
 		return sender_dies(false);
 	if (argc == 2 && !strcmp(argv[1], "sender-dies-locked"))
 		return sender_dies(true);
 	fprintf(stderr,
-		"usage: %s receiver-dies|sender-dies|sender-dies-locked\n",
+		"usage: %s receiver-dies|replier-dies|sender-dies|"
+		"sender-dies-locked\n",
 		argv[0]);
 	return 2;
 }

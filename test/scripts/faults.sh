@@ -5,8 +5,9 @@
 #   scenarios: netns (three network namespaces as hosts A, B, C, created
 #   and removed here; Notrun where namespaces cannot be created), tcp and
 #   shm (one host), longfault-tcp, longfault-shm (a receiver killed
-#   mid-pull, a sender killed before its long send is pulled; on shm also
-#   a sender killed holding its region lock).  Default: all.
+#   mid-pull, a replier killed with return buffers offered to it, a sender
+#   killed before its long send is pulled; on shm also a sender killed
+#   holding its region lock).  Default: all.
 #   -m: measure instead of test: 20 restarts over tcp and shm (time from
 #   registration to the first delivered message) and the resolver's query
 #   latency between namespaces, as benchmark lines.
@@ -240,12 +241,13 @@ longfault() { # <mode>
 	local mode=$1 d=$tmp/lf-$1 rc
 	mkdir -p "$d"
 	host_env=(RIPC_PROVIDER=$mode RIPC_REGISTRY=$tmp/reg.lf-$mode RIPC_RESOLVER=0 FI_TCP_IFACE=lo)
-	local cases="receiver sender"
+	local cases="receiver replier sender"
 	# shm only: the sender dies holding its region's spinlock (ref §4.3)
 	[ "$mode" = shm ] && cases="$cases sender-locked"
 	for who in $cases; do
 		local arg=$who-dies what="$who killed mid-pull"
 		[ "$who" = sender ] && what="sender killed before the pull"
+		[ "$who" = replier ] && what="replier killed, offer open"
 		[ "$who" = sender-locked ] && arg=sender-dies-locked \
 			what="sender killed, lock held"
 		run_on - "$d/$who.log" "$lf" "$arg"; stop "$last" 120; rc=$?
