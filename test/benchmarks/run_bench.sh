@@ -982,6 +982,13 @@ ratio() { # A B: A / B with two decimals, "x" suffix
 	[ -n "$a" ] && [ -n "$b" ] || { echo "-"; return; }
 	awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.2fx\n", a / b; else print "-" }'
 }
+ratio_hi() { # A B MIN: best round of A / best round of B, and "meets" when >= MIN
+	local a=${HI[$1]:-} b=${HI[$2]:-}
+	[ -n "$a" ] && [ -n "$b" ] || { echo "-"; return; }
+	awk -v a="$a" -v b="$b" -v m="$3" \
+		'BEGIN { r = int(a / b * 100) / 100  # cut, not rounded: 0.899 is 0.89x
+			printf "%.2fx (%s)\n", r, (r >= m) ? "meets" : "misses" }'
+}
 verdict() { # A B MIN: "meets" when A / B >= MIN, else "misses"
 	awk -v a="${MED[$1]}" -v b="${MED[$2]}" -v m="$3" \
 		'BEGIN { print (b > 0 && a / b >= m) ? "meets" : "misses" }'
@@ -1025,7 +1032,7 @@ targets_12_14() {
 		for z in 65536 1048576 4194304 16777216; do
 			a="libripc $p $z bw_MBps" b="fi_rdm_pull $p $z bw_MBps"
 			[ -n "${MED[$a]:-}" ] && [ -n "${MED[$b]:-}" ] &&
-				lines+=("* $p long send $(hsize "$z"): $(ratio "$a" "$b") of raw fi_rdm_pull ($(verdict "$a" "$b" 0.90) the 0.90x target)$([ -n "${MED[fi_rdm_pullhuge $p $z bw_MBps]:-}" ] && echo "; $(ratio "$a" "fi_rdm_pullhuge $p $z bw_MBps") of the raw pull from huge pages")$([ -n "${MED[libripc_rel $p $z bw_MBps]:-}" ] && echo "; waiting for the release (libripc_rel, the raw pull's protocol): $(ratio "libripc_rel $p $z bw_MBps" "$b") ($(verdict "libripc_rel $p $z bw_MBps" "$b" 0.90))")")
+				lines+=("* $p long send $(hsize "$z"): $(ratio "$a" "$b") of raw fi_rdm_pull ($(verdict "$a" "$b" 0.90) the 0.90x target)$([ -n "${MED[fi_rdm_pullhuge $p $z bw_MBps]:-}" ] && echo "; $(ratio "$a" "fi_rdm_pullhuge $p $z bw_MBps") of the raw pull from huge pages")$([ -n "${MED[libripc_rel $p $z bw_MBps]:-}" ] && echo "; waiting for the release (libripc_rel, the raw pull's protocol): $(ratio "libripc_rel $p $z bw_MBps" "$b") ($(verdict "libripc_rel $p $z bw_MBps" "$b" 0.90))"); best round against best round: $(ratio_hi "$a" "$b" 0.90)")
 		done
 		pi=ipc
 		[ "$p" = tcp ] && pi=tcp
