@@ -525,13 +525,17 @@ bool ripc__peer_ended(struct ripc_peer *p, uint64_t since, uint64_t now,
 		return false;
 	}
 	if (!slot1) {
-		/* Not found when made: a process that had ended by then
-		 * (its record reaped), or one whose record was not written
-		 * yet.  As the sweep does, absent now means ended. */
-		slot1 = same_host_slot1(p->tp, p->addr, p->addrlen, p->inc);
-		p->proc_slot1 = p->reg_slot1 = slot1;
+		/* Not found alive when made.  A record of its incarnation
+		 * whose process has ended says it ended (that is how a
+		 * message handled after its sender's death leaves us); no
+		 * record at all may be a process of another registry (the
+		 * resolver or the directory can pair those): cannot tell,
+		 * its transport or the timeout must. */
+		int s = ripc__reg_incarnation_slot(p->inc);
+
+		slot1 = s < 0 ? 0 : s + 1;
 	}
-	if (slot1 && ripc__reg_slot_live(slot1 - 1, p->inc)) {
+	if (!slot1 || ripc__reg_slot_live(slot1 - 1, p->inc)) {
 		p->check_gap_ns = p->check_gap_ns ? p->check_gap_ns * 2
 						  : RIPC_PEER_CHECK_NS;
 		if (p->check_gap_ns > PEER_CHECK_MAX_NS)

@@ -950,6 +950,25 @@ int ripc__reg_find_incarnation(uint64_t incarnation,
 	return ret;
 }
 
+int ripc__reg_incarnation_slot(uint64_t incarnation)
+{
+	int slot = -1;
+
+	if (!reg.map || !incarnation)
+		return -1;
+	lock(LOCK_SH);
+	for (unsigned i = 0; i < RIPC_REG_MAX_PROCS; i++) {
+		const struct reg_proc *p = proc_at(i);
+
+		if (p->state == PROC_LIVE && p->incarnation == incarnation) {
+			slot = (int)i;
+			break;
+		}
+	}
+	unlock();
+	return slot;
+}
+
 static bool partners(const struct reg_proc *a, unsigned b_slot)
 {
 	for (unsigned k = 0; k < a->npartners && k < REG_MAX_PARTNERS; k++)

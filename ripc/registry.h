@@ -101,6 +101,10 @@ int ripc__reg_self_slot(void);
 /* The live process with this incarnation: 0 and *out, or -ENOENT. */
 int ripc__reg_find_incarnation(uint64_t incarnation,
 			       struct ripc_reg_proc_info *out);
+/* The slot of the record of this incarnation, whether or not its process
+ * still lives (an ended one's record stays until somebody reclaims it),
+ * or -1: never in this registry, or reclaimed meanwhile. */
+int ripc__reg_incarnation_slot(uint64_t incarnation);
 /* Process pid (as the kernel names the sender of a datagram, bell.c)
  * claims to be the process with this incarnation: 0 when the registry's
  * live record of that incarnation has this pid, -EPERM when it has

@@ -1259,13 +1259,14 @@ Test(registry, slot_live_reclaims_dead)
  * ends then, not at its timeout (ripc__peer_ended): looked at once the
  * transfer has waited RIPC_PEER_CHECK_NS, then at doubling gaps; a
  * stopped process is alive, a zombie has ended, another host's peer is
- * never looked at, a same-host peer without a record has ended.  It is
- * not handed to the sweep early (docs/FAULTS.md). */
+ * never looked at; a same-host peer made after its process ended has
+ * ended, one without any record cannot be told.  It is not handed to
+ * the sweep early (docs/FAULTS.md). */
 Test(registry, transfer_peer_ended)
 {
 	const uint64_t C = RIPC_PEER_CHECK_NS, since = 1000 * C;
 	struct ripc_peer p, remote, gone;
-	struct child a;
+	struct child a, b;
 	uint64_t next;
 	int st;
 
@@ -1319,14 +1320,24 @@ Test(registry, transfer_peer_ended)
 	cr_assert_eq(waitpid(a.pid, &st, 0), a.pid);
 	close(a.hold);
 
-	/* A same-host transport's peer whose record is gone has ended. */
+	/* A same-host transport's peer made after its process ended (no
+	 * live record then): its record, still there, says it ended. */
+	CTX->tp[RIPC_PROV_SHM].attr.same_host_only = true;
+	cr_assert_eq(spawn(&b, OP_ATTACH, 0, false), 0);
+	child_kill(&b); /* reaped as a process; its record stays */
+	memset(&gone, 0, sizeof(gone));
+	gone.tp = RIPC_PROV_SHM;
+	gone.inc = child_inc(&b);
+	next = UINT64_MAX;
+	cr_assert(ripc__peer_ended(&gone, since, since + C, &next));
+	/* No record at all (reclaimed, or another registry's process):
+	 * cannot tell, looked at again later. */
 	memset(&gone, 0, sizeof(gone));
 	gone.tp = RIPC_PROV_SHM;
 	gone.inc = child_inc(&a);
-	gone.addrlen = 4;
-	CTX->tp[RIPC_PROV_SHM].attr.same_host_only = true;
 	next = UINT64_MAX;
-	cr_assert(ripc__peer_ended(&gone, since, since + C, &next));
+	cr_assert(!ripc__peer_ended(&gone, since, since + C, &next));
+	cr_assert_eq(next, since + 2 * C);
 	CTX->tp[RIPC_PROV_SHM].attr.same_host_only = false;
 	CTX->sweep_due = false;
 }
