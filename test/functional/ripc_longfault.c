@@ -88,6 +88,29 @@ static int fail(const char *what)
 	return 1;
 }
 
+/* Still working: a message to ourselves arrives. */
+static bool still_works(uint16_t me)
+{
+	const char *hi = "still here";
+	void *hb[1] = { (void *)hi };
+	uint32_t hl[1] = { 11 };
+	void **si;
+	uint32_t *ss;
+	uint16_t ns;
+	bool ok;
+
+	if (ripc_send_short(me, me, hb, hl, 1, NULL, NULL, 0) ||
+	    ripc_receive_timeout(me, NULL, &si, &ss, &ns, NULL, NULL, NULL,
+				 5000))
+		return false;
+	ok = ns == 1 && !strcmp(si[0], hi);
+	if (ns)
+		ripc_buf_free(si[0]);
+	free(si);
+	free(ss);
+	return ok;
+}
+
 static int receiver_dies(void)
 {
 	int pfd[2];
@@ -143,22 +166,8 @@ static int receiver_dies(void)
 	if (st.peer_ended_transfers != 1 || st.long_timeouts != 0)
 		return fail("released by the timeout, not because the "
 			    "receiver's process ended");
-	/* Still working: a message to ourselves. */
-	const char *hi = "still here";
-	void *hb[1] = { (void *)hi };
-	uint32_t hl[1] = { 11 };
-	void **si;
-	uint32_t *ss;
-	uint16_t ns;
-
-	if (ripc_send_short(me, me, hb, hl, 1, NULL, NULL, 0) ||
-	    ripc_receive_timeout(me, NULL, &si, &ss, &ns, NULL, NULL, NULL,
-				 5000) ||
-	    ns != 1 || strcmp(si[0], hi))
+	if (!still_works(me))
 		return fail("process unusable after its receiver died");
-	ripc_buf_free(si[0]);
-	free(si);
-	free(ss);
 	printf("receiver killed 20 ms into the pull: registrations released "
 	       "%.3f s after (its process ended; reported %s), process still "
 	       "works\n",
@@ -224,22 +233,8 @@ static int replier_dies(void)
 	if (st.peer_ended_transfers != 1)
 		return fail("the offer ended by its timeout, not because the "
 			    "replier's process ended");
-	/* Still working: a message to ourselves. */
-	const char *hi = "still here";
-	void *hb[1] = { (void *)hi };
-	uint32_t hl[1] = { 11 };
-	void **si;
-	uint32_t *ss;
-	uint16_t ns;
-
-	if (ripc_send_short(me, me, hb, hl, 1, NULL, NULL, 0) ||
-	    ripc_receive_timeout(me, NULL, &si, &ss, &ns, NULL, NULL, NULL,
-				 5000) ||
-	    ns != 1 || strcmp(si[0], hi))
+	if (!still_works(me))
 		return fail("process unusable after its replier died");
-	ripc_buf_free(si[0]);
-	free(si);
-	free(ss);
 	printf("replier killed with the request in hand: the offered return "
 	       "buffer ended %.3f s after (its process ended; reported %s), "
 	       "process still works\n",
