@@ -927,24 +927,31 @@ int ripc__reg_vouch(uint64_t incarnation, pid_t pid)
 	return ret;
 }
 
+/* The slot of the record of this incarnation, alive or not, or -1.
+ * Lock held. */
+static int incarnation_record(uint64_t incarnation)
+{
+	for (unsigned i = 0; i < RIPC_REG_MAX_PROCS; i++) {
+		const struct reg_proc *p = proc_at(i);
+
+		if (p->state == PROC_LIVE && p->incarnation == incarnation)
+			return (int)i;
+	}
+	return -1;
+}
+
 int ripc__reg_find_incarnation(uint64_t incarnation,
 			       struct ripc_reg_proc_info *out)
 {
-	int ret = -ENOENT;
+	int ret = -ENOENT, slot;
 
 	if (!reg.map || !incarnation)
 		return -ENOENT;
 	lock(LOCK_SH);
-	for (unsigned i = 0; i < RIPC_REG_MAX_PROCS; i++) {
-		const struct reg_proc *p = proc_at(i);
-
-		if (p->state == PROC_LIVE && p->incarnation == incarnation) {
-			if (proc_live(p)) {
-				fill_info(p, out);
-				ret = 0;
-			}
-			break;
-		}
+	slot = incarnation_record(incarnation);
+	if (slot >= 0 && proc_live(proc_at((unsigned)slot))) {
+		fill_info(proc_at((unsigned)slot), out);
+		ret = 0;
 	}
 	unlock();
 	return ret;
@@ -952,19 +959,12 @@ int ripc__reg_find_incarnation(uint64_t incarnation,
 
 int ripc__reg_incarnation_slot(uint64_t incarnation)
 {
-	int slot = -1;
+	int slot;
 
 	if (!reg.map || !incarnation)
 		return -1;
 	lock(LOCK_SH);
-	for (unsigned i = 0; i < RIPC_REG_MAX_PROCS; i++) {
-		const struct reg_proc *p = proc_at(i);
-
-		if (p->state == PROC_LIVE && p->incarnation == incarnation) {
-			slot = (int)i;
-			break;
-		}
-	}
+	slot = incarnation_record(incarnation);
 	unlock();
 	return slot;
 }
