@@ -27,6 +27,13 @@
  * header and item table come on top).  Up to the provider's inject size
  * a message goes by fi_inject, above it by fi_send from a ring of slots.
  *
+ * -j BYTES asks the provider for that inject size (tcp;ofi_rxm grants it;
+ * its default is 64).  -d (client) sends every message with 8 bytes of
+ * remote CQ data (fi_injectdata / fi_senddata; the server reads its
+ * completions as ever, without the data): what a protocol that carries
+ * its header in the CQ data would cost.  Both measure where rxm's fast
+ * path ends (docs/PERFORMANCE.md, tcp message rate).
+ *
  * Printed by the client (bench format; MSG = messages confirmed by the
  * server, counted from the first sender's start to the last sender's
  * final confirmation):
@@ -94,9 +101,9 @@ _Static_assert(sizeof(struct msg) == MSG_SIZE, "message size");
 
 static struct {
 	const char *prov, *sys, *tr, *counts;
-	int port, server, verbose, timeout;
+	int port, server, verbose, timeout, data;
 	long window, warmup;
-	size_t msg_size;
+	size_t msg_size, inject;
 	double max_sec;
 } opt = {
 	.sys = "fi_rdm", .port = 47641, .counts = "1", .timeout = 120,
@@ -209,6 +216,10 @@ static void open_fabric(void)
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
 		FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
 	hints->domain_attr->threading = FI_THREAD_DOMAIN;
+	/* -j: ask for a larger inject size (rxm grants what is asked) */
+	hints->tx_attr->inject_size = opt.inject;
+	if (opt.data)
+		hints->domain_attr->cq_data_size = 8;
 	if (strncmp(opt.prov, "shm", 3)) { /* network providers: loopback */
 		node = "127.0.0.1";
 		flags = FI_SOURCE;
@@ -622,10 +633,13 @@ static void send_msg(uint32_t magic, uint32_t flags, uint64_t seq)
 		memcpy(slot, &m, sizeof(m));
 		memset(slot + sizeof(m), (int)seq, opt.msg_size - sizeof(m));
 		end = 0;
-		while ((r = fi_send(ep, slot, opt.msg_size,
-				    tx_mr ? fi_mr_desc(tx_mr) : NULL,
-				    server_addr,
-				    &tx_ctx[tx_posted % TX_SLOTS])) ==
+		void *d = tx_mr ? fi_mr_desc(tx_mr) : NULL;
+		void *ctx = &tx_ctx[tx_posted % TX_SLOTS];
+
+		while ((r = opt.data ? fi_senddata(ep, slot, opt.msg_size, d,
+						   seq, server_addr, ctx)
+				     : fi_send(ep, slot, opt.msg_size, d,
+					       server_addr, ctx)) ==
 		       -FI_EAGAIN) {
 			sender_progress();
 			if (!end)
@@ -640,7 +654,9 @@ static void send_msg(uint32_t magic, uint32_t flags, uint64_t seq)
 	}
 	memcpy(buf, &m, sizeof(m));
 	memset(buf + sizeof(m), (int)seq, opt.msg_size - sizeof(m));
-	while ((r = fi_inject(ep, buf, opt.msg_size, server_addr)) ==
+	while ((r = opt.data ? fi_injectdata(ep, buf, opt.msg_size, seq,
+					     server_addr)
+			     : fi_inject(ep, buf, opt.msg_size, server_addr)) ==
 	       -FI_EAGAIN) {
 		sender_progress();
 		if (!end)
@@ -935,6 +951,8 @@ static void usage(const char *p)
 		"  -t  seconds per count (1.0)   -T  hard time limit, s (120)\n"
 		"  -W  credits of all senders together (1024)\n"
 		"  -m  message bytes, 64 to 256 (64); client side\n"
+		"  -j  inject size to ask the provider for (its default)\n"
+		"  -d  client: 8 bytes of remote CQ data with every message\n"
 		"  -S  system prefix (fi_rdm)  -X  transport label  -v  verbose\n",
 		p);
 	exit(2);
@@ -944,7 +962,7 @@ int main(int argc, char **argv)
 {
 	int c;
 
-	while ((c = getopt(argc, argv, "p:sP:c:t:T:W:w:m:S:X:vh")) != -1) {
+	while ((c = getopt(argc, argv, "p:sP:c:t:T:W:w:m:S:X:j:dvh")) != -1) {
 		switch (c) {
 		case 'p': opt.prov = optarg; break;
 		case 's': opt.server = 1; break;
@@ -957,6 +975,8 @@ int main(int argc, char **argv)
 		case 'w': opt.warmup = atol(optarg); break;
 		case 'S': opt.sys = optarg; break;
 		case 'X': opt.tr = optarg; break;
+		case 'j': opt.inject = (size_t)atol(optarg); break;
+		case 'd': opt.data = 1; break;
 		case 'v': opt.verbose = 1; break;
 		default: usage(argv[0]);
 		}
