@@ -31,13 +31,21 @@
 
 /* ---- calls in flight ------------------------------------------------ */
 
+/* Every lock an application thread takes: the engine learns of work in
+ * the library (its watchdog may be waiting its idle period). */
+static inline void api_lock(void)
+{
+	ripc__lock();
+	ripc__engine_active();
+}
+
 int ripc__api_enter(void)
 {
 	int err = ripc__ensure_init();
 
 	if (err)
 		return err;
-	ripc__lock();
+	api_lock();
 	if (CTX->shutting_down || !CTX->initialized) {
 		ripc__unlock();
 		return RIPC_ESHUTDOWN;
@@ -53,7 +61,7 @@ int ripc__api_enter_running(void)
 {
 	if (!__atomic_load_n(&CTX->initialized, __ATOMIC_ACQUIRE))
 		return RIPC_ESHUTDOWN;
-	ripc__lock();
+	api_lock();
 	if (CTX->shutting_down || !CTX->initialized) {
 		ripc__unlock();
 		return RIPC_ESHUTDOWN;
@@ -118,7 +126,7 @@ static int api_sleep(struct ripc_waiter *w, struct ripc_list *on, uint64_t ns,
 		if (read(w->efd, &v, sizeof(v)) < 0)
 			(void)0;
 	}
-	ripc__lock();
+	api_lock();
 	CTX->eng.nwaiters--;
 	ripc_list_del(&w->sleep);
 	if (on)
@@ -153,7 +161,7 @@ static void api_spin(bool *spinning)
 	}
 	ripc__unlock();
 	__builtin_ia32_pause();
-	ripc__lock();
+	api_lock();
 }
 
 static void api_spin_end(bool *spinning)
@@ -193,7 +201,7 @@ static int api_resolve(uint16_t dest, uint64_t now, struct ripc_route **out)
 		ripc__resolver_wait_enter();
 		ripc__unlock();
 		ripc__resolver_wait(1000); /* an answer, or 1 ms */
-		ripc__lock();
+		api_lock();
 		ripc__resolver_wait_leave();
 		ripc__resolver_input();
 	}
@@ -226,7 +234,7 @@ static int probe_wait(uint16_t id, bool mcast)
 		ripc__resolver_wait(end - now > 1000000
 					    ? 1000
 					    : (unsigned)((end - now) / 1000) + 1);
-		ripc__lock();
+		api_lock();
 		ripc__resolver_wait_leave();
 		ripc__resolver_input();
 		if (CTX->shutting_down) {
@@ -256,7 +264,7 @@ static int claim_across_hosts(uint16_t id, bool mcast)
 		/* The engine blocks until its service answers. */
 		ripc__unlock();
 		ret = ripc__dir_claim(id, mcast, deadline);
-		ripc__lock();
+		api_lock();
 		ret = ripc__dir_core_claim_result(id, ret);
 		if (ret == RIPC_OK && CTX->shutting_down) {
 			ripc__dir_release(id, mcast);
@@ -581,7 +589,7 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 			/* Between clock reads: keep spinning. */
 			ripc__unlock();
 			__builtin_ia32_pause();
-			ripc__lock();
+			api_lock();
 			continue;
 		}
 		uint64_t now = last = ripc__now_ns();
@@ -664,7 +672,7 @@ RIPC_API int ripc_buf_exposed(const void *buf)
 
 	if (!buf)
 		return 0;
-	ripc__lock();
+	api_lock();
 	if (CTX->initialized)
 		r = ripc__expose_covers(buf) || ripc__retbuf_busy(buf);
 	ripc__unlock();
@@ -820,7 +828,7 @@ RIPC_API uint64_t ripc_limit(enum ripc_limit which)
 {
 	/* The values in force: loaded (and clamped) as at initialisation. */
 	if (!__atomic_load_n(&CTX->initialized, __ATOMIC_ACQUIRE)) {
-		ripc__lock();
+		api_lock();
 		if (!CTX->initialized)
 			ripc__load_config();
 		ripc__unlock();
@@ -851,7 +859,7 @@ RIPC_API uint8_t ripc_stats(struct ripc_stats *stats, size_t size)
 {
 	if (!stats)
 		return (uint8_t)ripc__set_err(RIPC_EINVAL);
-	ripc__lock();
+	api_lock();
 	memcpy(stats, &CTX->stats,
 	       size < sizeof(CTX->stats) ? size : sizeof(CTX->stats));
 	ripc__unlock();

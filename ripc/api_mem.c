@@ -35,6 +35,7 @@ RIPC_API void ripc_buf_free(void *buf)
 	if (!buf)
 		return;
 	ripc__lock();
+	ripc__engine_active(); /* may repost a receive: see api.c's api_lock */
 	if ((s = ripc__slot_of(buf))) {
 		if (s->state == SLOT_HELD)
 			ripc__slot_release_held(s);

@@ -583,21 +583,37 @@ static bool create_thread(pthread_t *th, void *(*fn)(void *))
 /* ---- the watchdog thread ---------------------------------------------
  * Runs the transports' watchdog ops (ripc_prov.h) every 200 ms without
  * taking the library lock: the thread it rescues may be holding it.
- * While the progress thread sleeps idle, every WD_IDLE_S seconds only
- * (what could be stuck then is an application thread sending to a peer
- * that died holding a lock: rescued a few seconds later); the progress
- * thread nudges it back to the short period when it wakes (whose first
- * run is then 200 ms later, not at once). */
+ * Every WD_IDLE_S seconds only while the process is idle: the progress
+ * thread sleeps idle and nobody holds the library lock.  The progress
+ * thread waking from its idle sleep, and an application thread taking
+ * the library lock while the watchdog waits its long period
+ * (ripc__engine_active), nudge it back to the short period, whose first
+ * run is then 200 ms later, not at once; it stays there while the lock
+ * is held when it looks.  Application threads count because one that
+ * meets a dead peer's lock (say, a receive woken by a long send whose
+ * sender then died inside shm's critical section, pulling as the
+ * transports' watcher) spins inside libfabric holding the library's lock
+ * while the progress thread sleeps on: on the long period such a thread
+ * waited 5-10 s after an idle period instead of the ~2.2 s of the lock
+ * rule. */
 #define WD_IDLE_S 5
 
 static void *watchdog_main(void *arg)
 {
 	struct ripc_engine *g = &CTX->eng;
+	bool nudged = false;
 
 	(void)arg;
 	pthread_mutex_lock(&g->wd_lock);
 	while (!g->wd_stop) {
-		bool idle = __atomic_load_n(&g->idle, __ATOMIC_RELAXED);
+		/* Nudged: one short period whatever it finds now (the lock
+		 * may be free again already), so that a stream of calls
+		 * while the progress thread sleeps nudges once per period,
+		 * not once per call. */
+		bool idle = !nudged &&
+			    __atomic_load_n(&g->idle, __ATOMIC_RELAXED) &&
+			    !__atomic_load_n(&CTX->lock_owner,
+					     __ATOMIC_RELAXED);
 		struct timespec ts;
 
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -610,16 +626,17 @@ static void *watchdog_main(void *arg)
 				ts.tv_nsec -= 1000000000;
 			}
 		}
-		g->wd_long = idle;
+		__atomic_store_n(&g->wd_long, idle, __ATOMIC_RELAXED);
 		int r = pthread_cond_timedwait(&g->wd_cond, &g->wd_lock, &ts);
-		g->wd_long = false;
+		__atomic_store_n(&g->wd_long, false, __ATOMIC_RELAXED);
 		if (g->wd_stop)
 			break;
 		/* Nudged out of the long period: the short one starts now.
 		 * Running the ops at once would put a scan of
 		 * /proc/self/maps (shm) on the CPU just when the process
 		 * woke for a message. */
-		if (r != ETIMEDOUT)
+		nudged = r != ETIMEDOUT;
+		if (nudged)
 			continue;
 		pthread_mutex_unlock(&g->wd_lock);
 		for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
@@ -634,8 +651,9 @@ static void *watchdog_main(void *arg)
 	return NULL;
 }
 
-/* The progress thread woke from an idle sleep: the watchdog, if it waits
- * its long period, goes back to the short one. */
+/* The progress thread woke from an idle sleep, or an application thread
+ * took the library lock while the watchdog waits its long period: back
+ * to the short one. */
 static void watchdog_nudge(void)
 {
 	struct ripc_engine *g = &CTX->eng;
@@ -648,6 +666,14 @@ static void watchdog_nudge(void)
 	if (g->wd_long)
 		pthread_cond_signal(&g->wd_cond);
 	pthread_mutex_unlock(&g->wd_lock);
+}
+
+void ripc__engine_active(void)
+{
+	if (__builtin_expect(__atomic_load_n(&CTX->eng.wd_long,
+					     __ATOMIC_RELAXED),
+			     0))
+		watchdog_nudge();
 }
 
 /* An application thread is about to sleep: the progress thread may be

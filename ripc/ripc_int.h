@@ -526,7 +526,9 @@ struct ripc_engine {
 	/* The watchdog thread (transport watchdog ops). */
 	pthread_t wd_thread;
 	bool wd_running, wd_stop;
-	bool wd_long;             /* waiting its idle period (under wd_lock) */
+	/* Waiting its idle period: written under wd_lock, read without it
+	 * by ripc__engine_active. */
+	bool wd_long;
 	pthread_mutex_t wd_lock;
 	pthread_cond_t wd_cond;
 };
@@ -632,7 +634,7 @@ void ripc__lifecycle_fini(bool exiting);
 void ripc__load_config(void);
 
 /* lock_owner is read without the lock by the exit path (is the exiting
- * thread the one inside the library?): atomic. */
+ * thread the one inside the library?) and by the watchdog: atomic. */
 static inline void ripc__lock(void)
 {
 	pthread_mutex_lock(&CTX->lock);
@@ -655,6 +657,11 @@ static inline bool ripc__lock_is_mine(void)
 int ripc__progress(void);
 /* Make the progress thread look now (a thread is about to sleep). */
 void ripc__engine_kick(void);
+/* An application thread took the library lock (the API layer calls it
+ * after every ripc__lock): the watchdog, if it waits its idle period,
+ * goes back to its short one (a mutex and a condition signal, at most
+ * once a watchdog period; otherwise a load and a branch).  Lock held. */
+void ripc__engine_active(void);
 /* Direct wake (progress.c): an application thread about to sleep in a
  * receive watches the transports itself, so that what arrives wakes it
  * and not the progress thread, which would then have to wake it.  Lock

@@ -36,6 +36,17 @@
  *       from a killed sender succeeded".  Stopping this process with
  *       SIGSTOP instead hung: stopped inside shm's critical section, it
  *       kept its region's lock, which the sender's send spun on.)
+ *   ripc_longfault idle-sender-dies-locked   (shm only)
+ *       As sender-dies-locked, but in thread mode and after a silence:
+ *       this process sleeps in its receive for 4 s (the progress thread
+ *       and the watchdog idle), then the sender long-sends, takes its
+ *       region's lock and is killed.  The receive wakes, pulls, and
+ *       spins inside libfabric holding the library's lock until the
+ *       watchdog frees the dead process's lock.  It must end with
+ *       RIPC_EPULL and the process keep working; how long after the
+ *       send is printed, not judged (the receive's own pass wakes the
+ *       watchdog: ~2.2 s, against 5-10 s when only the progress thread's
+ *       waking did).  Exit 77 as sender-dies-locked.
  * The last line says what happened; exit 0 if it is what must happen.
  */
 #include <dirent.h>
@@ -404,6 +415,98 @@ static int sender_dies(bool locked)
 	return 0;
 }
 
+/* Long enough for the watchdog to leave its short period (3 s after the
+ * last call or pass of an application thread, progress.c). */
+#define IDLE_S 4
+
+static int idle_sender_dies_locked(void)
+{
+	uint16_t me = ripc_register_random_service_id(), from = 0;
+	const char *ack = "ack";
+	void *ab[1] = { (void *)ack };
+	uint32_t al[1] = { 4 };
+	struct {
+		char ok;
+		double t_sent;
+	} word = { 0, 0 };
+	pid_t child;
+	void **si, **li;
+	uint32_t *ss, *ls;
+	uint16_t ns, nl;
+	double t_err;
+	int r, lpfd[2];
+
+	if (me == RIPC_INVALID_SERVICE_ID)
+		return fail("register");
+	if (pipe(lpfd))
+		return fail("pipe");
+	child = fork();
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
+		/* A hello and its answer first (both processes map each
+		 * other), then IDLE_S of silence, then 256 MiB to pull, and
+		 * death with its own region's lock held. */
+		uint16_t id = ripc_register_random_service_id();
+		uint8_t *buf = ripc_buf_alloc(BIG);
+		void *hb[1] = { "hello" }, *b[1] = { buf };
+		uint32_t hl[1] = { 6 }, l[1] = { BIG };
+
+		if (!buf || ripc_send_short(id, me, hb, hl, 1, NULL, NULL, 0) ||
+		    ripc_receive_timeout(id, NULL, NULL, NULL, NULL, NULL,
+					 NULL, NULL, 20000))
+			_exit(1);
+		sleep(IDLE_S);
+		if (ripc_send_long(id, me, b, l, 1, NULL, NULL, 0))
+			_exit(1);
+		word.ok = lock_own_region();
+		word.t_sent = now();
+		if (write(lpfd[1], &word, sizeof(word)) != sizeof(word))
+			_exit(1);
+		raise(SIGKILL);
+	}
+	close(lpfd[1]); /* EOF if the child ends before it writes */
+	r = ripc_receive_timeout(me, &from, &si, &ss, &ns, NULL, NULL, NULL,
+				 20000);
+	if (r || ns != 1 || strcmp(si[0], "hello")) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		shm_cleanup(child);
+		return fail("no hello from the sender");
+	}
+	ripc_buf_free(si[0]);
+	free(si);
+	free(ss);
+	if (ripc_send_short(me, from, ab, al, 1, NULL, NULL, 0))
+		return fail("answer to the hello");
+	/* Asleep in the receive (thread mode: as the transports' watcher,
+	 * the progress thread asleep too) until the long send comes. */
+	r = ripc_receive_timeout(me, NULL, &si, &ss, &ns, &li, &ls, &nl,
+				 20000);
+	ssize_t got = read(lpfd[0], &word, sizeof(word));
+
+	t_err = now() - word.t_sent;
+	waitpid(child, NULL, 0);
+	shm_cleanup(child);
+	if (got != sizeof(word))
+		return fail("the sender ended before it locked");
+	if (!word.ok) {
+		printf("Notrun: no shm region of the libfabric 1.17 layout in "
+		       "the sender\n");
+		return 77;
+	}
+	if (r == RIPC_OK)
+		return fail("the pull from a killed sender succeeded");
+	if (r != RIPC_EPULL)
+		return fail("expected RIPC_EPULL");
+	if (!still_works(me))
+		return fail("the process no longer works after the pull");
+	printf("sender killed holding its shm region lock after %d s of "
+	       "silence: receive ended with RIPC_EPULL %.2f s after the "
+	       "send; the process still works\n",
+	       IDLE_S, t_err);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -420,9 +523,11 @@ int main(int argc, char **argv)
 		return sender_dies(false);
 	if (argc == 2 && !strcmp(argv[1], "sender-dies-locked"))
 		return sender_dies(true);
+	if (argc == 2 && !strcmp(argv[1], "idle-sender-dies-locked"))
+		return idle_sender_dies_locked();
 	fprintf(stderr,
 		"usage: %s receiver-dies|replier-dies|sender-dies|"
-		"sender-dies-locked\n",
+		"sender-dies-locked|idle-sender-dies-locked\n",
 		argv[0]);
 	return 2;
 }

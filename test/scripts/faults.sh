@@ -7,7 +7,8 @@
 #   shm (one host), longfault-tcp, longfault-shm (a receiver killed
 #   mid-pull, a replier killed with return buffers offered to it, a sender
 #   killed before its long send is pulled; on shm also a sender killed
-#   holding its region lock).  Default: all.
+#   holding its region lock, at once and after the receiver sat idle in
+#   its receive for 4 s).  Default: all.
 #   -m: measure instead of test: 20 restarts over tcp and shm (time from
 #   registration to the first delivered message) and the resolver's query
 #   latency between namespaces, as benchmark lines.
@@ -25,7 +26,7 @@ while getopts "b:mh" o; do
 	case $o in
 	b) bindir=$OPTARG ;;
 	m) measure=1 ;;
-	*) sed -n '2,18p' "$0"; exit 2 ;;
+	*) sed -n '2,19p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -242,14 +243,17 @@ longfault() { # <mode>
 	mkdir -p "$d"
 	host_env=(RIPC_PROVIDER=$mode RIPC_REGISTRY=$tmp/reg.lf-$mode RIPC_RESOLVER=0 FI_TCP_IFACE=lo)
 	local cases="receiver replier sender"
-	# shm only: the sender dies holding its region's spinlock (ref §4.3)
-	[ "$mode" = shm ] && cases="$cases sender-locked"
+	# shm only: the sender dies holding its region's spinlock (ref §4.3),
+	# at once, and after this process sat idle in its receive
+	[ "$mode" = shm ] && cases="$cases sender-locked idle-sender-locked"
 	for who in $cases; do
 		local arg=$who-dies what="$who killed mid-pull"
 		[ "$who" = sender ] && what="sender killed before the pull"
 		[ "$who" = replier ] && what="replier killed, offer open"
 		[ "$who" = sender-locked ] && arg=sender-dies-locked \
 			what="sender killed, lock held"
+		[ "$who" = idle-sender-locked ] && arg=idle-sender-dies-locked \
+			what="sender killed, lock held, after idle"
 		run_on - "$d/$who.log" "$lf" "$arg"; stop "$last" 120; rc=$?
 		local detail; detail=$(tail -n 1 "$d/$who.log")
 		[ "$rc" = 137 ] && detail="hung: killed after 120 s. $detail"
