@@ -44,9 +44,10 @@
  *       spins inside libfabric holding the library's lock until the
  *       watchdog frees the dead process's lock.  It must end with
  *       RIPC_EPULL and the process keep working; how long after the
- *       send is printed, not judged (the receive's own pass wakes the
- *       watchdog: ~2.2 s, against 5-10 s when only the progress thread's
- *       waking did).  Exit 77 as sender-dies-locked.
+ *       send is printed, not judged (the receive, taking the library's
+ *       lock as it wakes, wakes the watchdog: ~2.2 s, against 5-10 s
+ *       when only the progress thread's waking did).  Exit 77 as
+ *       sender-dies-locked.
  * The last line says what happened; exit 0 if it is what must happen.
  */
 #include <dirent.h>
