@@ -41,6 +41,12 @@ namespaces=()
 pass=0 fail=0 notrun=0
 MAX_REQ_MS=2000    # no request may take longer (bounded outcomes)
 RESUME_MS=1000     # answers resume within this after a registration
+# A process SIGKILLed inside libfabric 1.17 shm's critical section leaves
+# its region's lock held; a sender to it spins in libfabric until the
+# watchdog frees the lock (held 2 s, seen by its 200 ms samples; ripc(7)
+# FAULTS).  Where the client's log shows that release, both bounds above
+# get this much more, and the detail says so.
+WD_SLACK_MS=2500
 
 cleanup() {
 	local p
@@ -127,9 +133,11 @@ run_on() {
 
 # analyse <dir>: checks on client.log against the REG lines
 analyse() {
-	local d=$1
+	local d=$1 slack=0
 	cat "$d"/svc.*.log >"$d/reg" 2>/dev/null
-	awk -v maxreq=$MAX_REQ_MS -v resume=$RESUME_MS '
+	grep -q "region lock of .* releasing it" "$d/client.log.err" 2>/dev/null &&
+		slack=$WD_SLACK_MS
+	awk -v maxreq=$MAX_REQ_MS -v resume=$RESUME_MS -v slack="$slack" '
 		FNR == NR { if ($1 == "REG") reg[$2] = $3; next }
 		$1 == "REQ" {
 			n++; dur = ($4 - $3) / 1e6
@@ -147,9 +155,11 @@ analyse() {
 				if (!(l in first)) { printf " %s: never answered", l; bad = 1; continue }
 				dt = (first[l] - reg[l]) / 1e6
 				printf " %s resumed %.0f ms after registration", l, dt
-				if (l != "A1" && dt > resume) bad = 1
+				if (l != "A1" && dt > resume + slack) bad = 1
 			}
-			if (maxd > maxreq || n < 100) bad = 1
+			if (slack)
+				printf "; the client met a killed process'"'"'s shm region lock (freed by the watchdog): bounds +%d ms", slack
+			if (maxd > maxreq + slack || n < 100) bad = 1
 			exit bad
 		}' "$d/reg" "$d/client.log"
 }
