@@ -237,7 +237,7 @@ s_netns() {
 	read -r n2 ok2 mx2 rest2 <<<"$(requests "$d/find43.log")"
 	[ "${n:-0}" -ge 50 ] && [ "$n" = "$ok" ] && [ "${n2:-0}" -ge 50 ] && [ "$n2" = "$ok2" ]
 	result "netns: C finds 42 on A and 43 on B" $? \
-		"42: $ok/$n answered, first in $(awk '$1 == "REQ" { printf "%.1f", ($4 - $3) / 1e6; exit }' "$d/find42.log") ms; 43: $ok2/$n2 answered, first in $(awk '$1 == "REQ" { printf "%.1f", ($4 - $3) / 1e6; exit }' "$d/find43.log") ms"
+		"42: $ok/$n answered, first in $(awk '$1 == "REQ" { printf "%.1f", ($4 - $3) / 1e6; exit }' "$d/find42.log") ms, longest $mx ms${rest:+, failed $rest}; 43: $ok2/$n2 answered, first in $(awk '$1 == "REQ" { printf "%.1f", ($4 - $3) / 1e6; exit }' "$d/find43.log") ms, longest $mx2 ms${rest2:+, failed $rest2}"
 
 	# A multicast group with members on A and B, reached from C.
 	run_on A "$d/mA.log" env RIPC_TEST_MCAST=1 "$prog" service 60 MA; k=$last
