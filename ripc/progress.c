@@ -15,10 +15,12 @@
  * thread busy-polls inside a receive, the thread stays out of its way.
  */
 #include <errno.h>
+#include <linux/futex.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -598,74 +600,96 @@ static bool create_thread(pthread_t *th, void *(*fn)(void *))
  * rule. */
 #define WD_IDLE_S 5
 
+/* The watchdog sleeps on a futex word rather than a condition variable
+ * so that a nudge takes no lock: it comes from application threads (the
+ * API layer's lock), and a signal handler that exits or finalizes on a
+ * thread caught inside a nudge must not find a mutex held that
+ * ripc__watchdog_stop then needs.  A nudge is an atomic increment and a
+ * wake; a nudge between the watchdog's reading of the word and its
+ * sleeping makes the sleep return at once (EAGAIN), so none is lost. */
+static long wd_futex(int op, uint32_t *word, uint32_t val,
+		     const struct timespec *rel)
+{
+	return syscall(SYS_futex, word, op | FUTEX_PRIVATE_FLAG, val, rel,
+		       NULL, 0);
+}
+
 static void *watchdog_main(void *arg)
 {
 	struct ripc_engine *g = &CTX->eng;
 	bool nudged = false;
 
 	(void)arg;
-	pthread_mutex_lock(&g->wd_lock);
-	while (!g->wd_stop) {
+	for (;;) {
+		/* The word before the stop flag: a stop between the two
+		 * changes the word, and the sleep below returns at once. */
+		uint32_t seq = __atomic_load_n(&g->wd_seq, __ATOMIC_ACQUIRE);
+
+		if (__atomic_load_n(&g->wd_stop, __ATOMIC_ACQUIRE))
+			break;
 		/* Nudged: one short period whatever it finds now (the lock
 		 * may be free again already), so that a stream of calls
 		 * while the progress thread sleeps nudges once per period,
-		 * not once per call. */
+		 * not once per call.  The library lock is read without
+		 * ordering against the nudger's reading of wd_long: a thread
+		 * that takes the lock in that instant may go un-noticed for
+		 * one long period, after which the held lock keeps the
+		 * watchdog short. */
 		bool idle = !nudged &&
 			    __atomic_load_n(&g->idle, __ATOMIC_RELAXED) &&
 			    !__atomic_load_n(&CTX->lock_owner,
 					     __ATOMIC_RELAXED);
-		struct timespec ts;
+		struct timespec rel = { idle ? WD_IDLE_S : 0,
+					idle ? 0 : 200000000 };
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		if (idle) {
-			ts.tv_sec += WD_IDLE_S;
-		} else {
-			ts.tv_nsec += 200000000;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
-		}
-		__atomic_store_n(&g->wd_long, idle, __ATOMIC_RELAXED);
-		int r = pthread_cond_timedwait(&g->wd_cond, &g->wd_lock, &ts);
+		/* Release: a nudger that reads it true bumps the word after
+		 * our reading of it. */
+		__atomic_store_n(&g->wd_long, idle, __ATOMIC_RELEASE);
+		long r = wd_futex(FUTEX_WAIT, &g->wd_seq, seq, &rel);
+		int err = r ? errno : 0;
+
 		__atomic_store_n(&g->wd_long, false, __ATOMIC_RELAXED);
-		if (g->wd_stop)
+		if (__atomic_load_n(&g->wd_stop, __ATOMIC_ACQUIRE))
 			break;
 		/* Nudged out of the long period: the short one starts now.
 		 * Running the ops at once would put a scan of
 		 * /proc/self/maps (shm) on the CPU just when the process
-		 * woke for a message. */
-		nudged = r != ETIMEDOUT;
+		 * woke for a message.  A signal (EINTR) counts as a nudge:
+		 * one short period more. */
+		nudged = err != ETIMEDOUT;
 		if (nudged)
 			continue;
-		pthread_mutex_unlock(&g->wd_lock);
 		for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
 			struct ripc_tp *t = &CTX->tp[i];
 
 			if (t->open && t->ops->watchdog)
 				t->ops->watchdog(t->p);
 		}
-		pthread_mutex_lock(&g->wd_lock);
 	}
-	pthread_mutex_unlock(&g->wd_lock);
 	return NULL;
+}
+
+static void watchdog_wake(void)
+{
+	struct ripc_engine *g = &CTX->eng;
+
+	__atomic_add_fetch(&g->wd_seq, 1, __ATOMIC_RELEASE);
+	wd_futex(FUTEX_WAKE, &g->wd_seq, 1, NULL);
 }
 
 /* The progress thread woke from an idle sleep, or an application thread
  * took the library lock while the watchdog waits its long period: back
- * to the short one. */
+ * to the short one.  Lock-free and async-signal-safe. */
 static void watchdog_nudge(void)
 {
 	struct ripc_engine *g = &CTX->eng;
 
-	/* wd_running is cleared on the exit path without the library lock;
-	 * the mutex stays valid (never destroyed) for a late nudge. */
+	/* wd_running is cleared on the exit path without the library
+	 * lock; a late nudge then finds no thread and does nothing. */
 	if (!__atomic_load_n(&g->wd_running, __ATOMIC_ACQUIRE))
 		return;
-	pthread_mutex_lock(&g->wd_lock);
-	if (g->wd_long)
-		pthread_cond_signal(&g->wd_cond);
-	pthread_mutex_unlock(&g->wd_lock);
+	if (__atomic_load_n(&g->wd_long, __ATOMIC_ACQUIRE))
+		watchdog_wake();
 }
 
 void ripc__engine_active(void)
@@ -804,9 +828,7 @@ static void watchdog_start(void)
 		needed |= CTX->tp[i].open && CTX->tp[i].ops->watchdog;
 	if (!needed)
 		return;
-	pthread_mutex_init(&g->wd_lock, NULL);
-	pthread_cond_init(&g->wd_cond, NULL);
-	g->wd_stop = false;
+	__atomic_store_n(&g->wd_stop, false, __ATOMIC_RELAXED);
 	__atomic_store_n(&g->wd_running,
 			 create_thread(&g->wd_thread, watchdog_main),
 			 __ATOMIC_RELEASE);
@@ -819,10 +841,8 @@ void ripc__watchdog_stop(void)
 
 	if (!__atomic_load_n(&g->wd_running, __ATOMIC_ACQUIRE))
 		return;
-	pthread_mutex_lock(&g->wd_lock);
-	g->wd_stop = true;
-	pthread_cond_signal(&g->wd_cond);
-	pthread_mutex_unlock(&g->wd_lock);
+	__atomic_store_n(&g->wd_stop, true, __ATOMIC_RELEASE);
+	watchdog_wake();
 	pthread_join(g->wd_thread, NULL);
 	__atomic_store_n(&g->wd_running, false, __ATOMIC_RELEASE);
 }

@@ -526,11 +526,11 @@ struct ripc_engine {
 	/* The watchdog thread (transport watchdog ops). */
 	pthread_t wd_thread;
 	bool wd_running, wd_stop;
-	/* Waiting its idle period: written under wd_lock, read without it
-	 * by ripc__engine_active. */
+	/* Waiting its idle period: written by the watchdog, read by
+	 * ripc__engine_active; all three atomic, no lock (see
+	 * progress.c: a nudge may come from any thread at any moment). */
 	bool wd_long;
-	pthread_mutex_t wd_lock;
-	pthread_cond_t wd_cond;
+	uint32_t wd_seq;          /* futex word: bumped by every nudge */
 };
 
 /* ---- the context ---------------------------------------------------- */
