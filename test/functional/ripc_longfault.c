@@ -50,7 +50,6 @@
  *       sender-dies-locked.
  * The last line says what happened; exit 0 if it is what must happen.
  */
-#include <dirent.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -65,33 +64,29 @@
 
 #include <ripc.h>
 
+#include "common.h"
+
 #define BIG (256u << 20)
 
-static double now(void)
+/* A forked peer ended (killed if it still runs) and reaped, its shm
+ * region removed. */
+static void reap(pid_t child)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	ft_shm_cleanup(child);
 }
 
-static void shm_cleanup(pid_t pid)
+/* The forked sender's first message, "hello": true if it came. */
+static bool take_hello(uint16_t me, uint16_t *from)
 {
-	char prefix[32];
-	struct dirent *d;
-	DIR *dir = opendir("/dev/shm");
+	struct ft_msg m;
+	bool ok = !ft_recv(me, &m, 20000) && ft_is_word(&m, "hello");
 
-	snprintf(prefix, sizeof(prefix), "%d:", (int)pid);
-	while (dir && (d = readdir(dir))) {
-		if (!strncmp(d->d_name, prefix, strlen(prefix))) {
-			char path[300];
-
-			snprintf(path, sizeof(path), "/dev/shm/%s", d->d_name);
-			unlink(path);
-		}
-	}
-	if (dir)
-		closedir(dir);
+	if (from)
+		*from = m.from;
+	ft_msg_free(&m, true);
+	return ok;
 }
 
 static int fail(const char *what)
@@ -103,23 +98,13 @@ static int fail(const char *what)
 /* Still working: a message to ourselves arrives. */
 static bool still_works(uint16_t me)
 {
-	const char *hi = "still here";
-	void *hb[1] = { (void *)hi };
-	uint32_t hl[1] = { 11 };
-	void **si;
-	uint32_t *ss;
-	uint16_t ns;
+	struct ft_msg m;
 	bool ok;
 
-	if (ripc_send_short(me, me, hb, hl, 1, NULL, NULL, 0) ||
-	    ripc_receive_timeout(me, NULL, &si, &ss, &ns, NULL, NULL, NULL,
-				 5000))
+	if (ft_send_word(me, me, "still here") || ft_recv(me, &m, 5000))
 		return false;
-	ok = ns == 1 && !strcmp(si[0], hi);
-	if (ns)
-		ripc_buf_free(si[0]);
-	free(si);
-	free(ss);
+	ok = ft_is_word(&m, "still here");
+	ft_msg_free(&m, true);
 	return ok;
 }
 
@@ -160,18 +145,16 @@ static int receiver_dies(void)
 
 	if (ripc_send_long(me, rid, b, l, 1, NULL, NULL, 0))
 		return fail("long send");
-	t0 = now();
+	t0 = ft_now();
 	usleep(20000); /* the receiver is pulling now */
-	kill(child, SIGKILL);
-	waitpid(child, NULL, 0);
-	shm_cleanup(child);
+	reap(child);
 	/* Released because the receiver's process ended, and the owner is
 	 * told that nobody finished pulling (RIPC_EPEER), not "released" as
 	 * if pulled. */
 	rel = ripc_wait_released(buf, 10000);
 	if (rel == RIPC_ETIMEDOUT)
 		return fail("registrations never released");
-	t_rel = now() - t0;
+	t_rel = ft_now() - t0;
 	ripc_stats(&st, sizeof(st));
 	if (rel != RIPC_EPEER)
 		return fail("released, but not reported as RIPC_EPEER");
@@ -231,14 +214,12 @@ static int replier_dies(void)
 		return fail("request with a return buffer");
 	if (read(gfd[0], &got, 1) != 1)
 		return fail("the replier ended before it had the request");
-	kill(child, SIGKILL);
-	waitpid(child, NULL, 0);
-	shm_cleanup(child);
-	t0 = now();
+	reap(child);
+	t0 = ft_now();
 	rel = ripc_wait_released(rbuf, 10000);
 	if (rel == RIPC_ETIMEDOUT)
 		return fail("the offer never ended");
-	t_rel = now() - t0;
+	t_rel = ft_now() - t0;
 	ripc_stats(&st, sizeof(st));
 	if (rel != RIPC_EPEER)
 		return fail("the offer ended, but not with RIPC_EPEER");
@@ -290,6 +271,63 @@ static bool lock_own_region(void)
 	return done;
 }
 
+/* What a sender that locked its region tells the test before it dies. */
+struct lock_report {
+	char ok;       /* it found and took its region's lock */
+	double t_sent; /* ft_now() after its long send */
+};
+
+/* The forked sender of the sender-dies cases; never returns.  Says hello
+ * (over tcp the connection needs the receiver's progress, which it makes
+ * in the receive that takes the hello); with idle_s, waits for the answer
+ * (both processes have mapped each other then) and idle_s of silence;
+ * long-sends 256 MiB; with report_fd >= 0 takes its own region's lock and
+ * reports on report_fd; is killed. */
+static void __attribute__((noreturn))
+sender_child(uint16_t me, int report_fd, unsigned idle_s)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
+	uint16_t id = ripc_register_random_service_id();
+	uint8_t *buf = ripc_buf_alloc(BIG);
+	void *b[1] = { buf };
+	uint32_t l[1] = { BIG };
+	struct lock_report rep = { 0, 0 };
+
+	if (!buf || ft_send_word(id, me, "hello"))
+		_exit(1);
+	if (idle_s) {
+		if (ripc_receive_timeout(id, NULL, NULL, NULL, NULL, NULL, NULL,
+					 NULL, 20000))
+			_exit(1);
+		sleep(idle_s);
+	}
+	if (ripc_send_long(id, me, b, l, 1, NULL, NULL, 0))
+		_exit(1);
+	if (report_fd >= 0) {
+		rep.ok = lock_own_region();
+		rep.t_sent = ft_now();
+		if (write(report_fd, &rep, sizeof(rep)) != sizeof(rep))
+			_exit(1);
+	}
+	raise(SIGKILL);
+	_exit(1);
+}
+
+/* The locked sender's report: 0 if it holds its lock, else the test's
+ * result (it ended before it wrote; 77 where shm's region is not the
+ * one lock_own_region knows). */
+static int take_report(int fd, struct lock_report *rep)
+{
+	if (read(fd, rep, sizeof(*rep)) != sizeof(*rep))
+		return fail("the sender ended before it locked");
+	if (!rep->ok) {
+		printf("Notrun: no shm region of the libfabric 1.17 layout in "
+		       "the sender\n");
+		return 77;
+	}
+	return 0;
+}
+
 static int sender_dies(bool locked)
 {
 	uint16_t me = ripc_register_random_service_id();
@@ -305,56 +343,17 @@ static int sender_dies(bool locked)
 	if (locked && pipe(lpfd))
 		return fail("pipe");
 	child = fork();
-	if (child == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
-		/* The sender: says hello (over tcp the connection needs
-		 * the receiver's progress, which it makes in the receive
-		 * that takes the hello), exposes 256 MiB and dies. */
-		uint16_t id = ripc_register_random_service_id();
-		uint8_t *buf = ripc_buf_alloc(BIG);
-		void *b[1] = { buf }, *hb[1] = { "hello" };
-		uint32_t l[1] = { BIG }, hl[1] = { 6 };
-
-		if (!buf || ripc_send_short(id, me, hb, hl, 1, NULL, NULL, 0) ||
-		    ripc_send_long(id, me, b, l, 1, NULL, NULL, 0))
-			_exit(1);
-		if (locked) {
-			char ok = lock_own_region();
-
-			if (write(lpfd[1], &ok, 1) != 1)
-				_exit(1);
-		}
-		raise(SIGKILL);
-	}
+	if (child == 0)
+		sender_child(me, locked ? lpfd[1] : -1, 0);
 	if (locked)
 		close(lpfd[1]); /* EOF if the sender ends before it writes */
-	r = ripc_receive_timeout(me, &from, &si, &ss, &ns, &li, &ls, &nl,
-				 20000);
-	if (r || ns != 1 || nl || strcmp(si[0], "hello")) {
-		kill(child, SIGKILL);
-		waitpid(child, NULL, 0);
-		shm_cleanup(child);
+	if (!take_hello(me, NULL)) {
+		reap(child);
 		return fail("no hello from the sender");
 	}
-	ripc_buf_free(si[0]);
-	free(si);
-	free(ss);
-	free(li);
-	free(ls);
-	if (locked) {
-		char ok = 0;
-		ssize_t got = read(lpfd[0], &ok, 1);
-
-		if (got != 1 || !ok) {
-			kill(child, SIGKILL);
-			waitpid(child, NULL, 0);
-			shm_cleanup(child);
-			if (got != 1)
-				return fail("the sender ended before it locked");
-			printf("Notrun: no shm region of the libfabric 1.17 "
-			       "layout in the sender\n");
-			return 77;
-		}
+	if (locked && (r = take_report(lpfd[0], &(struct lock_report){ 0 }))) {
+		reap(child);
+		return r;
 	}
 	/* Outside the library (manual progress: nothing is pulled) until the
 	 * sender is dead; not reaped, a zombie as a crashed process whose
@@ -364,20 +363,18 @@ static int sender_dies(bool locked)
 	if (waitid(P_PID, (id_t)child, &si_child, WEXITED | WNOWAIT))
 		return fail("waitid");
 	if (si_child.si_code != CLD_KILLED) {
-		waitpid(child, NULL, 0);
-		shm_cleanup(child);
+		reap(child);
 		return fail("the sender failed before it was killed");
 	}
-	t0 = now();
+	t0 = ft_now();
 	r = ripc_receive_timeout(me, &from, &si, &ss, &ns, &li, &ls, &nl,
 				 20000);
-	waitpid(child, NULL, 0);
-	shm_cleanup(child);
+	reap(child);
 	if (r == RIPC_OK)
 		return fail("the pull from a killed sender succeeded");
 	if (r != RIPC_EPULL)
 		return fail("expected RIPC_EPULL");
-	double t_err = now() - t0;
+	double t_err = ft_now() - t0;
 
 	/* Not by RIPC_PULL_TIMEOUT_MS (3 s): the reads failed (tcp: the
 	 * connection closed; shm: CMA from a process that is gone), or the
@@ -393,22 +390,18 @@ static int sender_dies(bool locked)
 	if (child == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
 		uint16_t id = ripc_register_random_service_id();
-		const char *hi = "next";
-		void *b[1] = { (void *)hi };
-		uint32_t l[1] = { 5 };
 
-		r = ripc_send_short(id, me, b, l, 1, NULL, NULL, 0);
+		r = ft_send_word(id, me, "next");
 		ripc_finalize();
 		_exit(r);
 	}
-	r = ripc_receive_timeout(me, &from, &si, &ss, &ns, &li, &ls, &nl,
-				 20000);
+	struct ft_msg m;
+	bool next = !ft_recv(me, &m, 20000) && ft_is_word(&m, "next");
+
+	ft_msg_free(&m, true);
 	waitpid(child, NULL, 0);
-	if (r || ns != 1 || strcmp(si[0], "next"))
+	if (!next)
 		return fail("no message after the failed pull");
-	ripc_buf_free(si[0]);
-	free(si);
-	free(ss);
 	printf("sender killed%s before its long send was pulled: receive "
 	       "ended with RIPC_EPULL after %.2f s; the next message "
 	       "arrived\n",
@@ -416,20 +409,15 @@ static int sender_dies(bool locked)
 	return 0;
 }
 
-/* Long enough for the watchdog to leave its short period (3 s after the
- * last call or pass of an application thread, progress.c). */
+/* Long enough for the watchdog to be waiting its long period: it does
+ * from its first look after the progress thread went to sleep idle with
+ * the library's lock free (200 ms later, progress.c). */
 #define IDLE_S 4
 
 static int idle_sender_dies_locked(void)
 {
 	uint16_t me = ripc_register_random_service_id(), from = 0;
-	const char *ack = "ack";
-	void *ab[1] = { (void *)ack };
-	uint32_t al[1] = { 4 };
-	struct {
-		char ok;
-		double t_sent;
-	} word = { 0, 0 };
+	struct lock_report word;
 	pid_t child;
 	void **si, **li;
 	uint32_t *ss, *ls;
@@ -442,59 +430,25 @@ static int idle_sender_dies_locked(void)
 	if (pipe(lpfd))
 		return fail("pipe");
 	child = fork();
-	if (child == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
-		/* A hello and its answer first (both processes map each
-		 * other), then IDLE_S of silence, then 256 MiB to pull, and
-		 * death with its own region's lock held. */
-		uint16_t id = ripc_register_random_service_id();
-		uint8_t *buf = ripc_buf_alloc(BIG);
-		void *hb[1] = { "hello" }, *b[1] = { buf };
-		uint32_t hl[1] = { 6 }, l[1] = { BIG };
-
-		if (!buf || ripc_send_short(id, me, hb, hl, 1, NULL, NULL, 0) ||
-		    ripc_receive_timeout(id, NULL, NULL, NULL, NULL, NULL,
-					 NULL, NULL, 20000))
-			_exit(1);
-		sleep(IDLE_S);
-		if (ripc_send_long(id, me, b, l, 1, NULL, NULL, 0))
-			_exit(1);
-		word.ok = lock_own_region();
-		word.t_sent = now();
-		if (write(lpfd[1], &word, sizeof(word)) != sizeof(word))
-			_exit(1);
-		raise(SIGKILL);
-	}
+	if (child == 0)
+		sender_child(me, lpfd[1], IDLE_S);
 	close(lpfd[1]); /* EOF if the child ends before it writes */
-	r = ripc_receive_timeout(me, &from, &si, &ss, &ns, NULL, NULL, NULL,
-				 20000);
-	if (r || ns != 1 || strcmp(si[0], "hello")) {
-		kill(child, SIGKILL);
-		waitpid(child, NULL, 0);
-		shm_cleanup(child);
+	if (!take_hello(me, &from)) {
+		reap(child);
 		return fail("no hello from the sender");
 	}
-	ripc_buf_free(si[0]);
-	free(si);
-	free(ss);
-	if (ripc_send_short(me, from, ab, al, 1, NULL, NULL, 0))
+	if (ft_send_word(me, from, "ack"))
 		return fail("answer to the hello");
 	/* Asleep in the receive (thread mode: as the transports' watcher,
 	 * the progress thread asleep too) until the long send comes. */
 	r = ripc_receive_timeout(me, NULL, &si, &ss, &ns, &li, &ls, &nl,
 				 20000);
-	ssize_t got = read(lpfd[0], &word, sizeof(word));
+	int rep = take_report(lpfd[0], &word);
 
-	t_err = now() - word.t_sent;
-	waitpid(child, NULL, 0);
-	shm_cleanup(child);
-	if (got != sizeof(word))
-		return fail("the sender ended before it locked");
-	if (!word.ok) {
-		printf("Notrun: no shm region of the libfabric 1.17 layout in "
-		       "the sender\n");
-		return 77;
-	}
+	t_err = ft_now() - word.t_sent;
+	reap(child);
+	if (rep)
+		return rep;
 	if (r == RIPC_OK)
 		return fail("the pull from a killed sender succeeded");
 	if (r != RIPC_EPULL)
