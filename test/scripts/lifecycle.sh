@@ -95,6 +95,42 @@ backtrace() {
 	grep -E '^(Thread|#[0-5] |#  )' "$f" | head -n 40 >&2
 }
 
+# ended_within pid ms -> 0 if it ended within ms (a zombie counts), else 1;
+# kills nothing.
+ended_within() {
+	local pid=$1 limit=$2 t0
+	t0=$(now_ms)
+	while kill -0 "$pid" 2>/dev/null; do
+		[ "$(ps -o stat= -p "$pid" 2>/dev/null | cut -c1)" = Z ] && return 0
+		[ $(($(now_ms) - t0)) -ge "$limit" ] && return 1
+		sleep 0.01
+	done
+	return 0
+}
+
+# A process killed inside libfabric shm's critical section leaves a
+# region lock held; whoever then needs it spins inside libfabric until a
+# watchdog frees it (held 2 s, seen by 200 ms samples; ripc(7) FAULTS).
+# A SIGTERM to a process spinning so is handled at once natively (the
+# handler runs inside the spin and the exit path _exits), but
+# ThreadSanitizer defers signals while a thread is inside one of its
+# interceptors (pthread_spin_lock here) and delivers them on the way out:
+# the signal waits for the watchdog.  And TSan delivers a deferred signal
+# as an interceptor returns, often just after a spin lock was taken, so
+# under TSan the earlier run's client dies holding a lock far more often
+# than natively.  Where a log of the case shows that release, the exit
+# bound gets this much more, and the result says so (faults.sh does the
+# same for its bounds).
+WD_SLACK_MS=2500
+
+# wd_released dir bytes -> 0 if a log of the case shows the watchdog
+# releasing a region lock after the first `bytes` of server.log.
+wd_released() {
+	local dir=$1 from=$2
+	{ tail -c +$((from + 1)) "$dir/server.log"; cat "$dir"/c.*; } 2>/dev/null |
+		grep -q "region lock of .* releasing it"
+}
+
 # wait_gone pid ms -> 0 if it ended within ms (reaped), else kills it.
 wait_gone() {
 	local pid=$1 limit=$2 t0
@@ -198,8 +234,9 @@ case_finalize() { # dir prov
 }
 
 case_signal() { # dir prov SIG
-	local dir=$1 prov=$2 sig=$3 i pid t0 dt max=0 btr
+	local dir=$1 prov=$2 sig=$3 i pid t0 dt max=0 btr sz0 slack=''
 	for i in $(seq 1 "$runs"); do
+		sz0=$(stat -c %s "$dir/server.log" 2>/dev/null || echo 0)
 		(cd "$dir" && exec $wrapper "$prog" -p "$prov" -x traffic -S 0 \
 			"$srv_id") >"$dir/c.$i" 2>&1 &
 		pid=$!
@@ -219,11 +256,19 @@ case_signal() { # dir prov SIG
 		t0=$(now_ms)
 		kill -"$sig" "$pid" 2>/dev/null
 		# 1 s; LC_SLOW times that under the sanitizers (TSan's own
-		# exit work takes part of a second on this machine).
-		if ! wait_gone "$pid" $((1000 * slow)); then
-			shm_cleanup "$pid"
-			echo "run $i: still running $slow s after SIG$sig"
-			return 1
+		# exit work takes part of a second on this machine); the
+		# watchdog's time more where a region lock was freed.
+		if ! ended_within "$pid" $((1000 * slow)); then
+			if ! ended_within "$pid" "$WD_SLACK_MS" ||
+				! wd_released "$dir" "$sz0"; then
+				wait_gone "$pid" 0
+				shm_cleanup "$pid"
+				echo "run $i: still running $slow s after" \
+					"SIG$sig (and no region lock freed)"
+				return 1
+			fi
+			wait "$pid" 2>/dev/null
+			slack="; run $i took the watchdog's time more (a region lock a killed process held was freed)"
 		fi
 		dt=$(($(now_ms) - t0))
 		[ "$dt" -gt "$max" ] && max=$dt
@@ -234,7 +279,7 @@ case_signal() { # dir prov SIG
 			return 1
 		fi
 	done
-	echo "$runs runs, busy process gone at most $max ms after SIG$sig"
+	echo "$runs runs, busy process gone at most $max ms after SIG$sig$slack"
 }
 
 # stop one side for a random 300-800 ms, several times during traffic
