@@ -21,7 +21,9 @@
  * For test/scripts/directory.sh (issue 13), in the environment of
  * `service`: RIPC_TEST_REG_TRIES (default 300) registration attempts 10 ms
  * apart, after which it prints "REGFAIL <label> <t_ns> <error>" and exits
- * 1; RIPC_TEST_MCAST=1 registers <id> as a multicast ID.
+ * 1; RIPC_TEST_MCAST=1 registers <id> as a multicast ID;
+ * RIPC_TEST_TRACE=1 prints "ANS <seq> <t_received_ns> <t_answered_ns>
+ * <send result>" per request (where a slow request lost its time).
  */
 #include <signal.h>
 #include <stdbool.h>
@@ -81,6 +83,9 @@ static int service(uint16_t id, const char *label)
 	}
 	printf("REG %s %llu\n", label, (unsigned long long)now_ns());
 	fflush(stdout);
+	bool trace = getenv("RIPC_TEST_TRACE") &&
+		     !strcmp(getenv("RIPC_TEST_TRACE"), "1");
+
 	while (!stop_sig) {
 		void **si;
 		uint32_t *ss;
@@ -97,7 +102,7 @@ static int service(uint16_t id, const char *label)
 			continue;
 		}
 		if (ns == 1 && ss[0] == 8) {
-			uint64_t seq;
+			uint64_t seq, t_recv = now_ns();
 			void *b[1] = { reply };
 			uint32_t l[1];
 
@@ -106,7 +111,12 @@ static int service(uint16_t id, const char *label)
 				 (unsigned long long)seq);
 			l[0] = (uint32_t)strlen(reply) + 1;
 			/* A reply that cannot go out is the client's loss. */
-			ripc_send_short(id, from, b, l, 1, NULL, NULL, 0);
+			r = ripc_send_short(id, from, b, l, 1, NULL, NULL, 0);
+			if (trace)
+				printf("ANS %llu %llu %llu %d\n",
+				       (unsigned long long)seq,
+				       (unsigned long long)t_recv,
+				       (unsigned long long)now_ns(), r);
 		}
 		if (ns)
 			ripc_buf_free(si[0]);

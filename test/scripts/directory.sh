@@ -153,6 +153,28 @@ requests() {
 			for (e in err) printf " %s:%d", e, err[e]; print "" }' "$1"
 }
 
+# retrans <A|B|C>: TCP segments retransmitted so far in that host's
+# namespace (RetransSegs of its /proc/net/snmp)
+retrans() {
+	ip netns exec "$tag-$1" awk '/^Tcp:/ { if (!h) { for (i = 1; i <= NF; i++) n[i] = $i; h = 1 }
+		else for (i = 1; i <= NF; i++) if (n[i] == "RetransSegs") print $i }' /proc/net/snmp
+}
+
+# failed_where <client log> <service log>: for each failed request, when
+# the service (RIPC_TEST_TRACE=1) received and answered it, in ms after
+# the client sent it ("not received" if it never did)
+failed_where() {
+	awk 'FNR == NR { if ($1 == "ANS") { rcv[$2] = $3; ans[$2] = $4; rc[$2] = $5 }; next }
+		$1 == "REQ" && $5 != "ok" {
+			printf " seq %s (%s):", $2, $5
+			if ($2 in rcv)
+				printf " received +%.1f ms, answered +%.1f ms (send %s);",
+					(rcv[$2] - $3) / 1e6, (ans[$2] - $3) / 1e6, rc[$2]
+			else
+				printf " not received;"
+		}' "$2" "$1"
+}
+
 # first_ok_after <client log> <label> <t_ns>: ns of the first answer from
 # <label> that ended after t (empty if none)
 first_ok_after() {
@@ -218,8 +240,8 @@ s_netns() {
 		RIPC_LOG_LEVEL=warn)
 
 	# Services on two hosts, found from the third.
-	run_on A "$d/svc.A1.log" "$prog" service 42 A1; a1=$last
-	run_on B "$d/svc.B0.log" "$prog" service 43 B0; b1=$last
+	run_on A "$d/svc.A1.log" env RIPC_TEST_TRACE=1 "$prog" service 42 A1; a1=$last
+	run_on B "$d/svc.B0.log" env RIPC_TEST_TRACE=1 "$prog" service 43 B0; b1=$last
 	run_on B "$d/svc.B44.log" "$prog" services 44 2 B44
 	wait_for "$d/svc.A1.log" REG 15 && wait_for "$d/svc.B0.log" REG 15 &&
 		wait_for "$d/svc.B44.log" REG 15
@@ -228,6 +250,8 @@ s_netns() {
 		result "netns: register on A and B" 1 "$(cat "$d"/svc.*.err | head -n 5)"
 		return
 	fi
+	local rtA rtB rtC
+	rtA=$(retrans A) rtB=$(retrans B) rtC=$(retrans C)
 	run_on C "$d/find42.log" env RIPC_SEND_TIMEOUT_MS=300 RIPC_RESOLVE_TIMEOUT_MS=2000 \
 		"$prog" client 42 1000 10; c=$last
 	run_on C "$d/find43.log" env RIPC_SEND_TIMEOUT_MS=300 RIPC_RESOLVE_TIMEOUT_MS=2000 \
@@ -235,9 +259,10 @@ s_netns() {
 	stop "$c" 30; stop "$k" 30
 	read -r n ok mx rest <<<"$(requests "$d/find42.log")"
 	read -r n2 ok2 mx2 rest2 <<<"$(requests "$d/find43.log")"
+	rtA=$(($(retrans A) - rtA)) rtB=$(($(retrans B) - rtB)) rtC=$(($(retrans C) - rtC))
 	[ "${n:-0}" -ge 50 ] && [ "$n" = "$ok" ] && [ "${n2:-0}" -ge 50 ] && [ "$n2" = "$ok2" ]
 	result "netns: C finds 42 on A and 43 on B" $? \
-		"42: $ok/$n answered, first in $(awk '$1 == "REQ" { printf "%.1f", ($4 - $3) / 1e6; exit }' "$d/find42.log") ms, longest $mx ms${rest:+, failed $rest}; 43: $ok2/$n2 answered, first in $(awk '$1 == "REQ" { printf "%.1f", ($4 - $3) / 1e6; exit }' "$d/find43.log") ms, longest $mx2 ms${rest2:+, failed $rest2}"
+		"42: $ok/$n answered, first in $(awk '$1 == "REQ" { printf "%.1f", ($4 - $3) / 1e6; exit }' "$d/find42.log") ms, longest $mx ms${rest:+, failed $rest$(failed_where "$d/find42.log" "$d/svc.A1.log")}; 43: $ok2/$n2 answered, first in $(awk '$1 == "REQ" { printf "%.1f", ($4 - $3) / 1e6; exit }' "$d/find43.log") ms, longest $mx2 ms${rest2:+, failed $rest2$(failed_where "$d/find43.log" "$d/svc.B0.log")}${rest:+; tcp retransmissions A $rtA, B $rtB, C $rtC}${rest2:+; tcp retransmissions A $rtA, B $rtB, C $rtC}"
 
 	# A multicast group with members on A and B, reached from C.
 	run_on A "$d/mA.log" env RIPC_TEST_MCAST=1 "$prog" service 60 MA; k=$last
