@@ -40,7 +40,7 @@ __attribute__((visibility("default"))) const char *ripc_strerror(int err)
 	return ripc_errstr[err];
 }
 
-static __thread int ripc_tls_err;
+static RIPC_TLS int ripc_tls_err;
 
 int ripc__set_err(int err)
 {

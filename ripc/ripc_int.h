@@ -91,6 +91,15 @@ static inline void ripc_list_del(struct ripc_list *e)
 	for (pos = (head)->next, tmp = pos->next; pos != (head);             \
 	     pos = tmp, tmp = pos->next)
 
+/* Thread-local state of the library (48 bytes in all).  initial-exec:
+ * each access is one %fs-relative load instead of a call to
+ * __tls_get_addr, which the default model for a shared library makes on
+ * every public call (callgrind: ~66 instructions per shm round trip).  A
+ * libripc loaded with dlopen() takes these bytes from the static TLS
+ * glibc keeps for such libraries (glibc.rtld.optional_static_tls, 512
+ * bytes by default); test/scripts/check-dlopen.sh loads it so. */
+#define RIPC_TLS __thread __attribute__((tls_model("initial-exec")))
+
 /*
  * A thread that waits inside a public call sleeps on its own eventfd.
  * Whoever makes its condition true (a message queued on its service, its
@@ -108,7 +117,7 @@ void ripc__waiters_wake(struct ripc_list *waiters); /* via w->link */
 /* The calling thread's waiter (NULL: no eventfd could be made). */
 struct ripc_waiter *ripc__waiter_self(void);
 /* Public calls of the calling thread inside the library. */
-extern __thread unsigned ripc__tls_calls;
+extern RIPC_TLS unsigned ripc__tls_calls;
 void ripc__thread_fork_child(void);
 
 /* ---- operation contexts handed to transports ------------------------ */

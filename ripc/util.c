@@ -82,8 +82,8 @@ void ripc__waiters_wake(struct ripc_list *waiters)
  * (its eventfd is created on first use and closed when the thread ends),
  * and a count of its calls inside the library (the exit path must not
  * wait for its own). */
-__thread unsigned ripc__tls_calls;
-static __thread struct ripc_waiter tls_waiter = { .efd = -1 };
+RIPC_TLS unsigned ripc__tls_calls;
+static RIPC_TLS struct ripc_waiter tls_waiter = { .efd = -1 };
 static pthread_key_t waiter_key;
 static pthread_once_t waiter_once = PTHREAD_ONCE_INIT;
 

@@ -4,7 +4,11 @@
 #
 # The library registers an exit handler (on_exit) and runs threads of
 # its own; unmapped by dlclose(), it crashed the process at exit, so it
-# is linked with -z nodelete (Makefile.am).
+# is linked with -z nodelete (Makefile.am).  Its thread-local variables
+# use the initial-exec TLS model (RIPC_TLS, ripc/ripc_int.h): loaded with
+# dlopen(), it takes them from the static TLS glibc keeps in reserve, and
+# dlopen() fails ("cannot allocate memory in static TLS block") if they
+# do not fit.
 # Language bindings (Python's ctypes, JNI) load libripc so.  The program
 # dlopen()s ./.libs/libripc.so.0 of the build directory, registers a
 # service, sends itself a short message over shm, receives it (a thread
