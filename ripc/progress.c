@@ -600,13 +600,14 @@ static bool create_thread(pthread_t *th, void *(*fn)(void *))
  * rule. */
 #define WD_IDLE_S 5
 
-/* The watchdog sleeps on a futex word rather than a condition variable
- * so that a nudge takes no lock: it comes from application threads (the
- * API layer's lock), and a signal handler that exits or finalizes on a
- * thread caught inside a nudge must not find a mutex held that
- * ripc__watchdog_stop then needs.  A nudge is an atomic increment and a
- * wake; a nudge between the watchdog's reading of the word and its
- * sleeping makes the sleep return at once (EAGAIN), so none is lost. */
+/* The watchdog sleeps on a futex word rather than a condition variable:
+ * a nudge, made on application threads at the API layer's lock, takes
+ * no lock of its own and is async-signal-safe (an atomic increment and a
+ * wake), and the sleep's relative timeout runs on the monotonic clock (a
+ * condition variable's default, CLOCK_REALTIME, would stretch the period
+ * when the wall clock is stepped back).  A nudge or a stop between the
+ * watchdog's reading of the word and its sleeping makes the sleep return
+ * at once (EAGAIN), so none is lost. */
 static long wd_futex(int op, uint32_t *word, uint32_t val,
 		     const struct timespec *rel)
 {
