@@ -263,8 +263,13 @@ case_signal() { # dir prov SIG
 				! wd_released "$dir" "$sz0"; then
 				wait_gone "$pid" 0
 				shm_cleanup "$pid"
-				echo "run $i: still running $slow s after" \
-					"SIG$sig (and no region lock freed)"
+				if wd_released "$dir" "$sz0"; then
+					echo "run $i: still running $slow s" \
+						"+ $WD_SLACK_MS ms after SIG$sig"
+				else
+					echo "run $i: not gone $slow s after" \
+						"SIG$sig (no region lock freed)"
+				fi
 				return 1
 			fi
 			wait "$pid" 2>/dev/null
