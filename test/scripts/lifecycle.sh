@@ -133,23 +133,15 @@ wd_released() {
 
 # wait_gone pid ms -> 0 if it ended within ms (reaped), else kills it.
 wait_gone() {
-	local pid=$1 limit=$2 t0
-	t0=$(now_ms)
-	while kill -0 "$pid" 2>/dev/null; do
-		# A zombie counts as gone: reap it.
-		if [ "$(ps -o stat= -p "$pid" 2>/dev/null | cut -c1)" = Z ]; then
-			break
-		fi
-		if [ $(($(now_ms) - t0)) -ge "$limit" ]; then
-			kill -CONT "$pid" 2>/dev/null
-			backtrace "$pid" "still running $limit ms"
-			kill -KILL "$pid" 2>/dev/null
-			wait "$pid" 2>/dev/null
-			return 1
-		fi
-		sleep 0.01
-	done
-	wait "$pid" 2>/dev/null
+	local pid=$1 limit=$2
+	if ! ended_within "$pid" "$limit"; then
+		kill -CONT "$pid" 2>/dev/null
+		backtrace "$pid" "still running $limit ms"
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		return 1
+	fi
+	wait "$pid" 2>/dev/null # a zombie counts as gone: reap it
 	return 0
 }
 
