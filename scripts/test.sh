@@ -111,6 +111,10 @@ counted_out() { # <file>
 	p=$(tail -n 1 "$1" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p')
 	f=$(tail -n 1 "$1" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p')
 	[ -z "$p" ] && { tail -n 20 "$1"; p=0; f=1; }
+	# A failure's own account (its log lines: what a peer said, how the
+	# server ended) is all that is left of it once $log is removed.
+	[ "$f" != 0 ] && grep -v -E 'Fail|FAIL' "$1" | tail -n 25 |
+		sed 's/^/    | /'
 	return 0
 }
 
