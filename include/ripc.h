@@ -229,6 +229,11 @@ struct ripc_stats {
 	 * instead of at RIPC_PULL_TIMEOUT_MS, RIPC_LONG_TIMEOUT_MS or
 	 * RIPC_RETURN_TIMEOUT_MS. */
 	uint64_t peer_ended_transfers;
+	/* Done messages of finished pulls held back for an answer
+	 * (RIPC_DONE_DELAY_US): carried by a short message of this process
+	 * to the sender, or sent alone after all; and done messages
+	 * received inside a short message. */
+	uint64_t dones_carried, dones_alone, dones_carried_recv;
 };
 /* Copies min(size, sizeof(struct ripc_stats)) bytes of counters. */
 uint8_t ripc_stats(struct ripc_stats *stats, size_t size);

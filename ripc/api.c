@@ -559,6 +559,9 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 		return (uint8_t)ripc__set_err(RIPC_EBADID);
 	if ((err = ripc__api_enter()))
 		return (uint8_t)ripc__set_err(err);
+	/* Not answering now: done messages held back for answers go. */
+	if (!ripc_list_empty(&CTX->pl.dones))
+		ripc__done_flush(0);
 	start = last = ripc__now_ns();
 	deadline = timeout_ms < 0 ? UINT64_MAX
 				  : start + ripc__ms_ns(timeout_ms);

@@ -220,16 +220,17 @@ static void handle_return(struct ripc_tp *t, const struct ripc_wire_in *in)
 	ripc__pull_start(peer, in->cookie, m, in->long_desc, pos, in->nlong);
 }
 
-/* The receiver of a long send (or of a reply's items to pull) is done. */
-static void handle_done(const struct ripc_wire_in *in)
+/* The receiver of a long send (or of a reply's items to pull) is done:
+ * a DONE message, or a short message that carries one (status 0). */
+static void handle_done(uint64_t cookie, uint64_t src_inc, uint32_t status)
 {
-	struct ripc_expo *e = ripc__expose_find(in->cookie, in->src_inc);
+	struct ripc_expo *e = ripc__expose_find(cookie, src_inc);
 
 	if (!e || e->kind != RIPC_EXPO_LONG) {
 		CTX->stats.drops_stale++;
 		return;
 	}
-	ripc__expose_end(e, in->status ? RIPC_EPEER : RIPC_OK, false);
+	ripc__expose_end(e, status ? RIPC_EPEER : RIPC_OK, false);
 }
 
 static void handle_nack(const struct ripc_wire_in *in)
@@ -312,6 +313,11 @@ static void dispatch_in(struct ripc_tp *t, struct ripc_slot *s,
 	}
 	switch (in->type) {
 	case RIPC_MT_SHORT:
+		/* Its done first, as if it had come alone just before. */
+		if (in->flags & RIPC_WF_DONE) {
+			CTX->stats.dones_carried_recv++;
+			handle_done(in->cookie, in->src_inc, 0);
+		}
 		deliver_short(t, s, in);
 		return; /* the slot was reposted or handed over */
 	case RIPC_MT_LONG:
@@ -321,7 +327,7 @@ static void dispatch_in(struct ripc_tp *t, struct ripc_slot *s,
 		handle_return(t, in);
 		break;
 	case RIPC_MT_DONE:
-		handle_done(in);
+		handle_done(in->cookie, in->src_inc, in->status);
 		break;
 	case RIPC_MT_NACK:
 		handle_nack(in);

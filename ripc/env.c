@@ -72,6 +72,12 @@ const struct ripc_env_var ripc__env_table[RIPC_ENV_COUNT] = {
 		"Bytes of library buffers that pulls in flight may allocate." },
 	[RIPC_ENV_READ_CHUNK] = { "RIPC_READ_CHUNK", "8m",
 		"Largest single RDMA read a pull posts." },
+	[RIPC_ENV_DONE_DELAY_US] = { "RIPC_DONE_DELAY_US", "1000",
+		"Microseconds a finished pull's done message may wait to ride in "
+		"the receiver's next short message to the sender (its answer) "
+		"instead of going alone; sent alone at the latest then, or when "
+		"the receiver next calls ripc_receive (0: always at once, at "
+		"most 1000000)." },
 	[RIPC_ENV_RETURN_TIMEOUT_MS] = { "RIPC_RETURN_TIMEOUT_MS", "30000",
 		"How long offered return buffers stay exposed if unused." },
 	[RIPC_ENV_RESOLVER] = { "RIPC_RESOLVER", "1",

@@ -73,6 +73,9 @@ void ripc__load_config(void)
 	CTX->cfg.pull_mem_max = v < 0 ? 0 : (uint64_t)v;
 	v = ripc__env_int(RIPC_ENV_READ_CHUNK);
 	CTX->cfg.read_chunk = v < 4096 ? 4096 : (uint64_t)v;
+	v = ripc__env_int(RIPC_ENV_DONE_DELAY_US);
+	CTX->cfg.done_delay_ns = v < 0 ? 0 : v > 1000000 ? 1000000000ull
+							  : (uint64_t)v * 1000;
 	v = ripc__env_int(RIPC_ENV_SHM_PEERS);
 	CTX->cfg.shm_peers = v < 0 ? 0 : v > 224 ? 224 : (unsigned)v;
 	v = ripc__env_int(RIPC_ENV_TEST_PEERS_MAX);
@@ -331,6 +334,8 @@ static int lists_init(void)
 	ripc_list_init(&CTX->pl.readq);
 	ripc_list_init(&CTX->pl.read_retry);
 	ripc_list_init(&CTX->pl.reads);
+	ripc_list_init(&CTX->pl.dones);
+	CTX->pl.done_next = UINT64_MAX;
 	return RIPC_OK;
 }
 

@@ -166,6 +166,7 @@ static void timers(uint64_t now)
 	next = ripc__expose_timers(now);
 	next = min64(next, ripc__pull_timers(now));
 	next = min64(next, ripc__retbuf_timers(now));
+	next = min64(next, CTX->pl.done_next);
 	next = min64(next, ripc__resolver_timers(now));
 	if (CTX->sweep_retry_ns) {
 		if (now >= CTX->sweep_retry_ns)
@@ -277,6 +278,8 @@ static int progress_pass(bool clock)
 		ripc__pull_post_reads();
 	if (!ripc_list_empty(&CTX->rb.writeq))
 		ripc__retbuf_post_writes();
+	if (approx >= CTX->pl.done_next)
+		ripc__done_flush(approx); /* before the queue: they go now */
 	if (ripc__tx_pending())
 		ripc__tx_flush(now ? now : ripc__now_ns());
 	if (now) {

@@ -6,6 +6,16 @@
  * has completed tells the sender DONE (queued, never waited for) and makes
  * the message ready on its service.
  *
+ * The done message of a pull that delivered its message is held back for
+ * up to RIPC_DONE_DELAY_US: the receiving application usually answers the
+ * sender at once, and its short answer then carries the done along
+ * (RIPC_WF_DONE, send.c), one message per long send fewer (on tcp, one
+ * send and one receive, each a system call or two, of about four).  It
+ * goes alone when the delay is over (the engine, ripc__done_flush), when
+ * the receiving process next calls ripc_receive (it is not answering
+ * now), when another done for the same peer is held back, and at
+ * finalize.  Failures (a pull that gave up) are never held back.
+ *
  * A pull belongs to this file from start to finish.  The message it fills
  * may be freed meanwhile (the service went away, finalize): ripc__msg_free
  * only clears pull->msg, and the pull then ends at its next step without
@@ -37,6 +47,77 @@ static void send_done(struct ripc_peer *peer, uint64_t cookie,
 	if (err && err != RIPC_EINPROGRESS)
 		ripc__log_rl(RIPC_LOG_INFO, "done message not sent: %s",
 			     ripc_strerror(err));
+}
+
+/* Send the done held back for peer alone, and forget it. */
+static void done_release(struct ripc_peer *peer)
+{
+	uint64_t cookie = peer->done_cookie;
+
+	ripc_list_del(&peer->done_link);
+	peer->done_cookie = 0;
+	if (peer->done_inc == peer->inc) {
+		send_done(peer, cookie, 0);
+		CTX->stats.dones_alone++;
+	}
+	ripc__peer_put(peer);
+}
+
+/* Hold the done for (peer, cookie) back (see the top of this file). */
+static void done_defer(struct ripc_peer *peer, uint64_t cookie)
+{
+	uint64_t due = ripc__now_ns() + CTX->cfg.done_delay_ns;
+
+	if (peer->done_cookie)
+		done_release(peer); /* one held back per peer: the older goes */
+	peer->done_cookie = cookie;
+	peer->done_inc = peer->inc;
+	peer->done_due = due;
+	ripc_list_add_tail(&CTX->pl.dones, &peer->done_link);
+	ripc__peer_hold(peer);
+	if (due < CTX->pl.done_next)
+		CTX->pl.done_next = due;
+	ripc__timer_note(due);
+}
+
+uint64_t ripc__done_take(struct ripc_peer *peer, uint64_t inc)
+{
+	uint64_t cookie = peer->done_cookie;
+
+	if (!cookie || peer->done_inc != inc)
+		return 0;
+	ripc_list_del(&peer->done_link);
+	peer->done_cookie = 0;
+	ripc__peer_put(peer);
+	CTX->stats.dones_carried++;
+	return cookie;
+}
+
+void ripc__done_give_back(struct ripc_peer *peer, uint64_t cookie)
+{
+	CTX->stats.dones_carried--;
+	CTX->stats.dones_alone++;
+	send_done(peer, cookie, 0);
+}
+
+void ripc__done_flush(uint64_t now)
+{
+	struct ripc_list *pos, *tmp;
+	uint64_t next = UINT64_MAX;
+
+	ripc_list_for_each_safe(pos, tmp, &CTX->pl.dones)
+	{
+		struct ripc_peer *peer =
+			ripc_container_of(pos, struct ripc_peer, done_link);
+
+		if (now && now < peer->done_due) {
+			if (peer->done_due < next)
+				next = peer->done_due;
+			continue;
+		}
+		done_release(peer);
+	}
+	CTX->pl.done_next = next;
 }
 
 static void place(struct ripc_pull *p, struct ripc_msg *m, unsigned pos,
@@ -140,7 +221,10 @@ static void finish(struct ripc_pull *p)
 	CTX->stats.bytes_pulled_long += bytes;
 	if (p->err)
 		CTX->stats.pulls_failed++;
-	send_done(p->peer, p->cookie, p->err ? RIPC_EPULL : 0);
+	if (!p->err && m && CTX->cfg.done_delay_ns && !CTX->shutting_down)
+		done_defer(p->peer, p->cookie);
+	else
+		send_done(p->peer, p->cookie, p->err ? RIPC_EPULL : 0);
 	ripc__peer_put(p->peer);
 	if (m) {
 		m->pull = NULL;
@@ -390,6 +474,9 @@ bool ripc__pull_pending(void)
 void ripc__pull_fini(void)
 {
 	struct ripc_list *pos, *tmp;
+
+	/* The transports are still open: what was pulled is said DONE. */
+	ripc__done_flush(0);
 
 	ripc_list_for_each_safe(pos, tmp, &CTX->pl.read_retry)
 	{

@@ -289,6 +289,10 @@ struct ripc_peer {
 	bool map_pending;        /* counted in nunmapped: the engine maps it */
 	bool ready;              /* may be sent to (ripc__peer_ready) */
 	bool linked;             /* a message of ours went over tp */
+	/* A done message held back for our next short message to it
+	 * (pull.c); cookie 0: none.  Listed in CTX->pl.dones meanwhile. */
+	uint64_t done_cookie, done_inc, done_due;
+	struct ripc_list done_link;
 	uint8_t addrlen;
 	uint8_t addr[RIPC_ADDR_MAX];
 };
@@ -400,6 +404,8 @@ struct ripc_pull_state {
 	struct ripc_list read_retry; /* read chunks to post again */
 	struct ripc_list reads;      /* read chunks posted, not completed */
 	uint32_t read_gen;           /* posting passes (peer.read_gen) */
+	struct ripc_list dones;      /* peers with a done message held back */
+	uint64_t done_next;          /* the earliest of their done_due */
 };
 
 /* ---- the transmit queue (txq.c) ------------------------------------- */
@@ -618,6 +624,7 @@ struct ripc_ctx {
 		bool direct_wake; /* RIPC_DIRECT_WAKE */
 		uint64_t return_timeout_ms;
 		uint64_t pull_mem_max, read_chunk;
+		uint64_t done_delay_ns; /* RIPC_DONE_DELAY_US */
 		bool manual_progress;
 	} cfg;
 
@@ -879,6 +886,13 @@ void ripc__pull_post_reads(void);
 uint64_t ripc__pull_timers(uint64_t now);
 bool ripc__pull_pending(void);
 void ripc__pull_fini(void);
+/* Done messages held back (see pull.c).  take: the one held for `peer`
+ * at incarnation `inc`, handed to the caller to carry in its short
+ * message (0: none); give_back: that message did not go, send it alone;
+ * flush: send alone those due at `now`, or all of them (now == 0). */
+uint64_t ripc__done_take(struct ripc_peer *peer, uint64_t inc);
+void ripc__done_give_back(struct ripc_peer *peer, uint64_t cookie);
+void ripc__done_flush(uint64_t now);
 bool ripc__svc_pulling(const struct ripc_service *svc);
 struct ripc_window *ripc__window_take(uint16_t service, size_t len);
 void ripc__window_return(struct ripc_window *w);

@@ -2,7 +2,8 @@
  * Short and long sends: what goes into the message and what is exposed.
  *
  * Short send: the items are gathered into one message, handed to the
- * transmit queue (txq.c), which posts it at once or queues it.
+ * transmit queue (txq.c), which posts it at once or queues it.  A done
+ * message held back for the destination's process (pull.c) rides in it.
  *
  * Long send: every item gets its own registration (exactly its bytes,
  * remote read only, a fresh random key; expose.c) and one LONG message
@@ -51,10 +52,18 @@ static int short_to(struct ripc_peer *peer, uint64_t inc,
 		m.ret_desc = rdesc;
 		m.status = ripc__retbuf_lifetime_ms();
 	}
+	/* The done message of a long send from this peer, held back for
+	 * this answer (pull.c), rides along. */
+	if (!mcast && (m.cookie = ripc__done_take(peer, inc)))
+		m.flags |= RIPC_WF_DONE;
 	err = ripc__tx_send(peer, &m, a->now + CTX->cfg.send_timeout_ns,
 			    waiter, expo, req);
-	if (err && err != RIPC_EINPROGRESS && expo[0])
-		ripc__expose_end_id_quiet(expo[0]);
+	if (err && err != RIPC_EINPROGRESS) {
+		if (expo[0])
+			ripc__expose_end_id_quiet(expo[0]);
+		if (m.cookie)
+			ripc__done_give_back(peer, m.cookie);
+	}
 	return err;
 }
 

@@ -229,6 +229,11 @@ int ripc__wire_decode(void *buf, size_t len, struct ripc_wire_in *m)
 	m->cookie = get64(p + 40);
 	if (m->flags & ~RIPC_WF_ALL)
 		return RIPC_WIRE_FLAGS_BAD;
+	/* A done message riding in a short one: unicast, with a cookie. */
+	if ((m->flags & RIPC_WF_DONE) &&
+	    (m->type != RIPC_MT_SHORT || (m->flags & RIPC_WF_MCAST) ||
+	     m->cookie == 0))
+		return RIPC_WIRE_FLAGS_BAD;
 	if (m->src > RIPC_MAX_SERVICE_ID || m->dst > RIPC_MAX_SERVICE_ID)
 		return RIPC_WIRE_SERVICE_BAD;
 

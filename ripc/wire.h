@@ -41,7 +41,11 @@ enum ripc_wire_type {
 
 #define RIPC_WF_ADDR 0x1u  /* sender's address section present */
 #define RIPC_WF_MCAST 0x2u /* sent to a multicast service ID */
-#define RIPC_WF_ALL (RIPC_WF_ADDR | RIPC_WF_MCAST)
+/* SHORT only: the message also says DONE (status 0) for the long send
+ * whose cookie it carries: a receiver's answer takes its done message
+ * along (pull.c) instead of one message more. */
+#define RIPC_WF_DONE 0x4u
+#define RIPC_WF_ALL (RIPC_WF_ADDR | RIPC_WF_MCAST | RIPC_WF_DONE)
 
 struct ripc_wire_desc {
 	uint64_t addr;

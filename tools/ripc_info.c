@@ -519,7 +519,8 @@ static const struct {
 	STAT(peers_reaped),	  STAT(resolve_gone),
 	STAT(direct_wakeups),	  STAT(bell_msgs_sent),
 	STAT(bell_msgs_recv),	  STAT(peers_evicted),
-	STAT(peer_ended_transfers),
+	STAT(peer_ended_transfers), STAT(dones_carried),
+	STAT(dones_alone),	  STAT(dones_carried_recv),
 };
 #undef STAT
 /* A counter added to struct ripc_stats must be named above too. */

@@ -42,8 +42,10 @@
  * The server rewrites the stamps only once the previous reply has been
  * released (ripc_wait_released), as the ownership rules require; after a
  * return-buffer write that is the case as soon as the write completed,
- * after a pull once the client's library said it is done, which it does
- * before its application sees the reply, so the wait is normally empty.
+ * after a pull once the client's library said it is done, which it says
+ * at the latest inside the client's next request (RIPC_DONE_DELAY_US:
+ * the done rides in it and is handled before it), so the wait is normally
+ * empty.
  */
 #include <stdio.h>
 #include <stdlib.h>

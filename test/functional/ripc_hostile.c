@@ -633,13 +633,42 @@ static int client(void)
 		}
 		FT_CHECK(r == 0, "the legitimate read failed: %d", r);
 		FT_CHECK(ft_verify(sink, EXPOSED, 9) == (size_t)-1, "data");
-		/* Release it, then try the stale descriptor. */
+		/* A done riding in a short message (RIPC_WF_DONE) with a
+		 * cookie that is not the long send's must release nothing;
+		 * then release it that way with the right one, and try the
+		 * stale descriptor. */
 		{
 			static uint8_t buf[256];
-			struct ripc_wire_out dm = { .type = RIPC_MT_DONE,
-						    .cookie = in.cookie };
+			struct ripc_stats s0, s1;
+			void *w[1] = { "x" };
+			uint32_t wl[1] = { 2 };
+			struct ripc_wire_out dm = { .type = RIPC_MT_SHORT,
+						    .flags = RIPC_WF_DONE,
+						    .cookie = in.cookie ^ 1,
+						    .nshort = 1,
+						    .short_buf = w,
+						    .short_len = wl };
 
+			stats(&s0);
 			send_raw(buf, encode(&dm, buf));
+			stats(&s1);
+			FT_CHECK(s1.drops_stale > s0.drops_stale &&
+					 s1.long_released == s0.long_released,
+				 "a done with a wrong cookie: stale %lu -> "
+				 "%lu, released %lu -> %lu",
+				 (unsigned long)s0.drops_stale,
+				 (unsigned long)s1.drops_stale,
+				 (unsigned long)s0.long_released,
+				 (unsigned long)s1.long_released);
+			r = TRY_READ(d.addr, EXPOSED, d.key);
+			FT_CHECK(r == 0, "read after a forged done: %d", r);
+			dm.cookie = in.cookie;
+			send_raw(buf, encode(&dm, buf));
+			stats(&s0);
+			FT_CHECK(s0.long_released == s1.long_released + 1,
+				 "the done in a short message released %lu",
+				 (unsigned long)(s0.long_released -
+						 s1.long_released));
 		}
 		alive("done sent");
 		if (attr.checks_rma_keys)

@@ -633,6 +633,45 @@ Test(wire, refuses_unknown_flags)
 	}
 }
 
+/* A done message riding in a short one (RIPC_WF_DONE): only in a unicast
+ * SHORT, and only with the cookie of the long send it completes. */
+Test(wire, done_rides_in_short_only)
+{
+	struct spec s;
+
+	sample_short(&s, 2);
+	s.flags |= RIPC_WF_DONE;
+	s.cookie = 0x1234567890abcdefull;
+	round_trip(&s, "short carrying a done");
+	sample_short(&s, 0);
+	s.flags |= RIPC_WF_DONE;
+	s.cookie = 1;
+	round_trip(&s, "short without items carrying a done");
+
+	sample_short(&s, 1);
+	s.flags |= RIPC_WF_DONE;
+	s.cookie = 0;
+	expect_refused(&s, RIPC_WIRE_FLAGS_BAD, "done without a cookie");
+	sample_short(&s, 1);
+	s.flags |= RIPC_WF_DONE | RIPC_WF_MCAST;
+	s.cookie = 7;
+	expect_refused(&s, RIPC_WIRE_FLAGS_BAD, "done in a multicast copy");
+	sample_long(&s, 1, 0);
+	s.flags |= RIPC_WF_DONE;
+	s.cookie = 7;
+	expect_refused(&s, RIPC_WIRE_FLAGS_BAD, "done in a LONG");
+	for (uint8_t t = RIPC_MT_DONE; t < RIPC_MT_TYPE_MAX; t++) {
+		spec_init(&s, t);
+		if (t == RIPC_MT_RETURN) {
+			s.nret = 1;
+			s.rdesc[0] = mkdesc(0, 100, 0);
+		}
+		s.flags |= RIPC_WF_DONE;
+		s.cookie = 7;
+		expect_refused(&s, RIPC_WIRE_FLAGS_BAD, "done flag, type 3-5");
+	}
+}
+
 Test(wire, refuses_service_65535)
 {
 	struct spec s;
@@ -1076,6 +1115,10 @@ static void check_sane(const uint8_t *b, size_t len,
 	cr_assert(m->type >= RIPC_MT_SHORT && m->type < RIPC_MT_TYPE_MAX,
 		  "iter %u", iter);
 	cr_assert_eq(m->flags & ~RIPC_WF_ALL, 0, "iter %u", iter);
+	cr_assert(!(m->flags & RIPC_WF_DONE) ||
+			  (m->type == RIPC_MT_SHORT && m->cookie &&
+			   !(m->flags & RIPC_WF_MCAST)),
+		  "iter %u: done flag", iter);
 	cr_assert(m->src <= RIPC_MAX_SERVICE_ID &&
 			  m->dst <= RIPC_MAX_SERVICE_ID,
 		  "iter %u", iter);
