@@ -16,7 +16,9 @@
  *
  * The client sends -I rounds of A and R, then S, then X, and checks every
  * release (RIPC_OK, never a timeout or RIPC_EPEER) and its counters; the
- * server checks its own (dones_carried, dones_alone).
+ * server checks its own (dones_carried, dones_alone).  That answers did
+ * carry DONEs is required with -x slow only: whether an answer comes
+ * within 1 ms depends on the machine (under valgrind, often not).
  *
  *   -x now   RIPC_DONE_DELAY_US=0 on both sides: every DONE goes alone at
  *            once, as before the delay existed; no counter moves.
@@ -105,7 +107,9 @@ static int server(void)
 			ft_fail("unknown round kind %u", kind);
 		}
 	}
-	/* X: the DONE of this last message is still held back. */
+	/* X: the DONE of this last message is held back, or went alone
+	 * already if its pull ended before our receive began (that
+	 * receive's start sends what is held back). */
 	struct ripc_stats st = stats();
 
 	ft_log("held back %lu: carried %llu, alone %llu", held,
@@ -117,14 +121,20 @@ static int server(void)
 			 (unsigned long long)st.dones_carried,
 			 (unsigned long long)st.dones_alone);
 	} else {
-		FT_CHECK(st.dones_carried + st.dones_alone == held,
-			 "%lu held back, %llu carried + %llu alone", held,
+		FT_CHECK(st.dones_carried + st.dones_alone == held ||
+				 st.dones_carried + st.dones_alone == held + 1,
+			 "%lu held back (+ X), %llu carried + %llu alone",
+			 held,
 			 (unsigned long long)st.dones_carried,
 			 (unsigned long long)st.dones_alone);
 		FT_CHECK(st.dones_alone >= alone_min,
 			 "%llu sent alone, at least %lu must be",
 			 (unsigned long long)st.dones_alone, alone_min);
-		FT_CHECK(st.dones_carried >= 1, "no answer carried its done");
+		/* An answer carries its DONE if it comes within the delay:
+		 * certain with 1 s, not with 1 ms under valgrind. */
+		if (mode() == DELAY_SLOW)
+			FT_CHECK(st.dones_carried >= 1,
+				 "no answer carried its done");
 	}
 	/* Without ripc_finalize: the exit handler must send the DONE. */
 	exit(0);
@@ -215,7 +225,7 @@ static int client(void)
 		FT_CHECK(st.dones_carried_recv == 0,
 			 "%llu dones carried with RIPC_DONE_DELAY_US=0",
 			 (unsigned long long)st.dones_carried_recv);
-	else
+	else if (mode() == DELAY_SLOW)
 		FT_CHECK(st.dones_carried_recv >= 1,
 			 "no done came inside an answer");
 	ripc_buf_free(buf);
