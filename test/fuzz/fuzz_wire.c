@@ -112,8 +112,11 @@ static int spec_decode(const uint8_t *b, size_t len, struct spec_msg *s)
 	/* 5. length field == bytes received */
 	if (rd(b + 24, 4) != len)
 		return RIPC_WIRE_LEN_BAD;
-	/* 6. only ADDR (1) and MCAST (2) */
-	if (s->flags & ~3u)
+	/* 6. only ADDR (1), MCAST (2) and DONE (4); DONE only in a SHORT,
+	 * without MCAST, with a cookie */
+	if (s->flags & ~7u)
+		return RIPC_WIRE_FLAGS_BAD;
+	if ((s->flags & 4) && (s->type != 1 || (s->flags & 2) || !s->cookie))
 		return RIPC_WIRE_FLAGS_BAD;
 	/* 7. service IDs at most 65534 */
 	if (s->src > 65534 || s->dst > 65534)

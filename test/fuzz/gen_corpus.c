@@ -155,6 +155,13 @@ static void gen_wire(void)
 	m.nshort = 1;
 	m.short_len = (uint32_t[]){ RIPC_SHORT_MAX };
 	wire("short-max", &m);
+	/* An answer that carries the DONE of a long send. */
+	m.flags = RIPC_WF_DONE;
+	m.cookie = 0x1122334455667788ull;
+	m.short_len = (uint32_t[]){ 3 };
+	bufs[0] = "ok";
+	wire("short-done", &m);
+	bufs[0] = payload;
 
 	/* LONG: 1 and 64 descriptors, over tcp and shm, with offers. */
 	m = base;
