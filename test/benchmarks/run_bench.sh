@@ -902,6 +902,8 @@ else
 fi
 DURATION=$(sed -n 's/^# duration \([0-9]*\) s/\1/p' "$RESULTS" | tail -1)
 RUN_DATE=$(sed -n 's/^# libripc benchmarks, //p' "$RESULTS")
+# The kernel the run had (a document regenerated later names it, not ours).
+RUN_KERNEL=$(sed -n 's/^# host: \([^,]*\),.*/\1/p' "$RESULTS" | head -1)
 grep '^# load ' "$RESULTS" | cut -d' ' -f3- > "$WORK/load"
 
 # ---- summary: median (min, max) across rounds ----------------------------
@@ -1299,7 +1301,7 @@ file.  Source: git $GIT_REV, $GIT_DIRTY uncommitted file(s) in ripc/ prov/ inclu
 | | |
 |---|---|
 | CPUs | $(nproc) ($CPU_MODEL) |
-| kernel | $(uname -r) |
+| kernel | ${RUN_KERNEL:-$(uname -r)} |
 | OS | $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-?}") |
 | libfabric | $LIBFABRIC_VERSION (providers shm and tcp;ofi_rxm) |
 | peers | $(for k in libzmq5:ZeroMQ libnng1:NNG libucx0:UCX; do v=$(dpkg-query -W -f='${Version}' "${k%%:*}" 2>/dev/null); echo -n "${k#*:} ${v:-absent}, "; done | sed 's/, $//') (Debian packages) |
