@@ -183,6 +183,29 @@ void bench_log(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+void bench_log_stats(void)
+{
+	struct ripc_stats st = { 0 };
+
+	if (ripc_stats(&st, sizeof(st)))
+		return;
+	bench_log("stats: short sent %llu recv %llu, long sent %llu recv %llu, "
+		  "send retries %llu, released %llu, dones alone %llu "
+		  "carried %llu carried-recv %llu, direct wake-ups %llu, "
+		  "bell rings %llu",
+		  (unsigned long long)st.short_sent,
+		  (unsigned long long)st.short_recv,
+		  (unsigned long long)st.long_sent,
+		  (unsigned long long)st.long_recv,
+		  (unsigned long long)st.send_retries,
+		  (unsigned long long)st.long_released,
+		  (unsigned long long)st.dones_alone,
+		  (unsigned long long)st.dones_carried,
+		  (unsigned long long)st.dones_carried_recv,
+		  (unsigned long long)st.direct_wakeups,
+		  (unsigned long long)st.bell_rings);
+}
+
 void bench_die(const char *fmt, ...)
 {
 	va_list ap;

@@ -58,6 +58,8 @@ void bench_ready(uint16_t id);
 
 double bench_now(void);
 void bench_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* -v: the library's counters (ripc_stats(3)) on one line of stderr. */
+void bench_log_stats(void);
 void bench_die(const char *fmt, ...)
 	__attribute__((noreturn, format(printf, 1, 2)));
 

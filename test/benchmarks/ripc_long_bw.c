@@ -129,6 +129,8 @@ static int server(void)
 						0);
 			}
 			send_bye(me, from);
+			if (bo.verbose)
+				bench_log_stats();
 			bench_free_msg(ns, si, ss, li, ls);
 			break;
 		}
@@ -396,6 +398,8 @@ static int client(void)
 	}
 	if (release_mode() && !released_checked)
 		bench_die("the server's count of damaged items did not come");
+	if (bo.verbose)
+		bench_log_stats();
 	free(sizes);
 	return 0;
 }
