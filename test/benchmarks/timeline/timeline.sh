@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# timeline.sh - where the time of one long send goes, phase by phase, over
+# tcp: libripc's ripc_long_bw (one in flight, the server answers) and the
+# raw pull (fi_rma_bench -U), each pair run under an LD_PRELOAD shim that
+# timestamps the socket and wait calls of both processes (shim.c).  Prints
+# the median (p25-p75) of each phase in microseconds.  The shim slows every
+# call a little (two clock reads), so compare the two systems with each
+# other, not with run_bench.sh's figures.  Side experiment of perf_notes.md.
+#
+#   test/benchmarks/timeline/timeline.sh [-S bytes] [-t seconds] [-r rounds] [ripc|raw]...
+#
+# Environment: BUILD_DIR (default build-bench, built by run_bench.sh or
+# `make`), CC; extra VAR=VALUE pairs in RIPC_ENV go to libripc's processes.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../../.." && pwd)
+B=${BUILD_DIR:-$src/build-bench}
+size=65536 secs=1 rounds=1
+while getopts "S:t:r:" o; do
+	case $o in
+	S) size=$OPTARG ;;
+	t) secs=$OPTARG ;;
+	r) rounds=$OPTARG ;;
+	*) sed -n '2,15p' "$0"; exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+systems=${*:-ripc raw}
+for f in "$B/test/benchmarks/.libs/ripc_long_bw" "$B/test/benchmarks/raw/fi_rma_bench"; do
+	[ -x "$f" ] || { echo "missing $f: build $B first" >&2; exit 1; }
+done
+work=$(mktemp -d /tmp/ripc-timeline.XXXXXX)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	rm -rf "$work" /dev/shm/ripc-timeline-$$*
+}
+trap cleanup EXIT
+shim=$work/shim.so
+${CC:-cc} -O2 -shared -fPIC -o "$shim" "$here/shim.c" -ldl || exit 1
+export FI_TCP_IFACE=lo RIPC_TCP_ADDR=127.0.0.1 RIPC_RESOLVER=0
+export RIPC_REGISTRY=/dev/shm/ripc-timeline-$$ LD_LIBRARY_PATH=$B/.libs
+
+run_pair() { # SYSTEM OUTDIR
+	local sys=$1 o=$2 s c k id port
+	mkdir -p "$o"
+	if [ "$sys" = ripc ]; then
+		rm -f "$work/ready"
+		env ${RIPC_ENV:-} LD_PRELOAD="$shim" TIMELINE_OUT="$o/srv" taskset -c 0 \
+			"$B/test/benchmarks/.libs/ripc_long_bw" -s -p tcp -r "$work/ready" \
+			-S "$size" -W 1 -x window -T 60 > /dev/null &
+		s=$!
+		pids+=("$s")
+		for k in $(seq 100); do [ -s "$work/ready" ] && break; sleep 0.05; done
+		id=$(cat "$work/ready" 2> /dev/null) || return 1
+		env ${RIPC_ENV:-} LD_PRELOAD="$shim" TIMELINE_OUT="$o/cli" taskset -c 1 \
+			"$B/test/benchmarks/.libs/ripc_long_bw" -p tcp -S "$size" -W 1 \
+			-n 1000000 -t "$secs" -T 60 "$id" | grep bw_MBps
+		# The server ends on the client's BYE and writes its file.
+		for k in $(seq 50); do kill -0 "$s" 2>/dev/null || break; sleep 0.1; done
+	else
+		port=$((40000 + RANDOM % 20000))
+		LD_PRELOAD="$shim" TIMELINE_OUT="$o/srv" taskset -c 0 \
+			"$B/test/benchmarks/raw/fi_rma_bench" -p tcp -s -P "$port" -T 60 \
+			-R "" -U "$size" > /dev/null &
+		s=$!
+		pids+=("$s")
+		sleep 0.3
+		LD_PRELOAD="$shim" TIMELINE_OUT="$o/cli" taskset -c 1 \
+			"$B/test/benchmarks/raw/fi_rma_bench" -p tcp -P "$port" -T 60 \
+			-t "$secs" -L "" -R "" -U "$size" | grep bw_MBps
+		for k in $(seq 50); do kill -0 "$s" 2>/dev/null || break; sleep 0.1; done
+	fi
+	kill "$s" 2>/dev/null
+	wait "$s" 2>/dev/null
+}
+
+# Point events "time kind call ret" of one process, in time order.
+points() {
+	awk '{ print $1, "S", $4, $6; print $2, "E", $4, $6 }' "$@" | sort -n -k1,1
+}
+
+# The phases, one "phase value_us" line per transfer.  REQ and ANS are the
+# sizes on the wire (tcp header, rxm header, message) of the sender's
+# request and the reader's answer; 40 is rxm's read request.
+phases_cli() { # REQ ANS SIZE
+	awk -v req="$1" -v ans="$2" -v big="$3" '
+	function issend(c) { return c == "send" || c == "sendto" || c == "sendmsg" }
+	function isrecv(c) { return c == "recv" || c == "recvfrom" || c == "recvmsg" }
+	$2 == "E" && isrecv($3) && $4 == ans { a = $1; r = 0 }
+	$2 == "E" && $3 == "ripc_receive_timeout" && a { print "C1\tanswer in -> receive returns\t" ($1 - a) / 1000; r = $1 }
+	$2 == "S" && $3 == "ripc_send_long" && r { print "C2\treceive returns -> send call\t" ($1 - r) / 1000; l = $1; r = 0 }
+	$2 == "S" && issend($3) && $4 == req {
+		if (a) print "C0\tanswer in -> request out\t" ($1 - a) / 1000
+		if (l) print "C3\tsend call -> request out\t" ($1 - l) / 1000
+		if (p) print "A\tperiod (request to request)\t" ($1 - p) / 1000
+		p = $1; a = 0; l = 0; rs = $1 }
+	$2 == "E" && issend($3) && $4 == req && rs { print "D1\trequest send syscall\t" ($1 - rs) / 1000; rs = 0 }
+	$2 == "E" && isrecv($3) && $4 == 40 { q = $1 }
+	$2 == "S" && issend($3) && $4 >= big && q { print "C4\treadreq in -> data out\t" ($1 - q) / 1000; q = 0; ds = $1 }
+	$2 == "E" && issend($3) && $4 >= big && ds { print "D2\tdata send syscall\t" ($1 - ds) / 1000; ds = 0 }
+	'
+}
+phases_srv() { # REQ ANS
+	awk -v req="$1" -v ans="$2" '
+	function issend(c) { return c == "send" || c == "sendto" || c == "sendmsg" }
+	function isrecv(c) { return c == "recv" || c == "recvfrom" || c == "recvmsg" }
+	$2 == "E" && isrecv($3) && $4 == req { g = $1; d = 0 }
+	$2 == "S" && issend($3) && $4 == 40 && g { print "S1\trequest in -> readreq out\t" ($1 - g) / 1000; g = 0; w = 1 }
+	$2 == "E" && isrecv($3) && $4 > 0 && w { d = $1 }
+	$2 == "E" && $3 == "ripc_receive_timeout" && d { print "S2\tdata in -> receive returns\t" ($1 - d) / 1000 }
+	$2 == "S" && issend($3) && $4 == ans && d { print "S3\tdata in -> answer out\t" ($1 - d) / 1000; d = 0; w = 0; as = $1 }
+	$2 == "E" && issend($3) && $4 == ans && as { print "D3\tanswer send syscall\t" ($1 - as) / 1000; as = 0 }
+	'
+}
+quantiles() { # reads "key<TAB>phase<TAB>value" lines; median (p25-p75) per phase
+	sort -t "$(printf '\t')" -k1,1 -k3,3g | awk -F '\t' '
+	function flush() { if (n) printf "  %-32s %8.2f us  (p25 %.2f, p75 %.2f; n=%d)\n", name, v[int(n / 2)], v[int(n / 4)], v[int(3 * n / 4)], n; n = 0 }
+	{ if ($2 != name) { flush(); name = $2 } v[n++] = $3 }
+	END { flush() }'
+}
+
+for r in $(seq "$rounds"); do
+	for sys in $systems; do
+		o=$work/$sys-$r
+		run_pair "$sys" "$o" || { echo "$sys: the pair did not run" >&2; continue; }
+		if [ "$sys" = ripc ]; then req=176 ans=168; else req=112 ans=88; fi
+		cf=$(ls "$o"/cli.* 2>/dev/null) sf=$(ls "$o"/srv.* 2>/dev/null)
+		[ -n "$cf" ] && [ -n "$sf" ] || { echo "$sys: no timeline written" >&2; continue; }
+		echo "$sys, round $r ($size bytes; sender = client on CPU 1, reader = server on CPU 0):"
+		{ points "$cf" | phases_cli "$req" "$ans" "$size"
+		  points "$sf" | phases_srv "$req" "$ans"; } |
+			quantiles
+	done
+done
