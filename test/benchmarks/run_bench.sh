@@ -1336,8 +1336,9 @@ file.  Source: git $GIT_REV, $GIT_DIRTY uncommitted file(s) in ripc/ prov/ inclu
   one message in flight.  \`libripc_rel\`: the same without the server's
   answer: the client waits with \`ripc_wait_released\` until the
   server's library has said DONE, which makes it the protocol of
-  \`fi_rdm_pull\` below (\`libripc\` has one message more per transfer,
-  the application's answer); the server still checks every item's ends
+  \`fi_rdm_pull\` below (\`libripc\` sends as many messages per transfer:
+  the library's DONE rides in the application's answer, RIPC_DONE_DELAY_US;
+  before that change, 11-26, it was one message more); the server still checks every item's ends
   and reports damaged ones at the end.  \`libripc_w$BW_WINDOW\`: $BW_WINDOW in flight.
   \`libripc_libbuf\`: no windows, the library allocates a buffer per message
   (libRIPC's default path) and the server frees it.  \`libripc_spin\`: as
