@@ -1,6 +1,8 @@
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -261,4 +263,22 @@ void ft_shm_cleanup(pid_t pid)
 	}
 	if (dir)
 		closedir(dir);
+}
+
+volatile uint64_t *ft_shared_counter(const char *name)
+{
+	const char *dir = getenv("RIPC_TEST_DIR");
+	char path[4096];
+	void *p;
+	int fd;
+
+	if (!dir)
+		return NULL;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_RDWR | O_CREAT, 0600);
+	FT_CHECK(fd >= 0 && ftruncate(fd, 4096) == 0, "counter file %s", path);
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	FT_CHECK(p != MAP_FAILED, "mmap counter %s", path);
+	return p;
 }

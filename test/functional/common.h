@@ -97,4 +97,9 @@ void ft_shm_cleanup(pid_t pid);
 int ft_send_word(uint16_t src, uint16_t dst, const char *word);
 bool ft_is_word(const struct ft_msg *m, const char *word);
 
+/* A counter that the server and client processes of one test share, in
+ * the file $RIPC_TEST_DIR/name (runripctests.sh sets the directory);
+ * NULL when it is not set. */
+volatile uint64_t *ft_shared_counter(const char *name);
+
 #endif

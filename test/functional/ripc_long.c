@@ -29,25 +29,6 @@ static uint64_t item_seed(uint32_t len, unsigned i)
 	return (uint64_t)len * 131 + i;
 }
 
-/* Counter of completed pulls shared through a file (NULL if no dir). */
-static volatile uint64_t *pulled_counter(void)
-{
-	const char *dir = getenv("RIPC_TEST_DIR");
-	char path[4096];
-	void *p;
-	int fd;
-
-	if (!dir)
-		return NULL;
-	snprintf(path, sizeof(path), "%s/pulled", dir);
-	fd = open(path, O_RDWR | O_CREAT, 0600);
-	FT_CHECK(fd >= 0 && ftruncate(fd, 4096) == 0, "counter file");
-	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	FT_CHECK(p != MAP_FAILED, "mmap counter");
-	return p;
-}
-
 /* Windows for the next message (each takes one item).  They must be in
  * place before the message arrives: the pull starts on arrival. */
 static void arm_windows(const char *mode, uint16_t me, uint8_t *small,
@@ -73,7 +54,7 @@ static int server(void)
 	uint16_t me = ripc_register_random_service_id();
 	static uint8_t small[16];
 	uint8_t *win = NULL, *gwin = NULL;
-	volatile uint64_t *pulled = pulled_counter();
+	volatile uint64_t *pulled = ft_shared_counter("pulled");
 	struct ft_msg m;
 	long msgs = 0;
 
@@ -203,7 +184,7 @@ static int client(void)
 	uint64_t rs = 42;
 
 	FT_CHECK(me != RIPC_INVALID_SERVICE_ID, "register");
-	pulled = pulled_counter();
+	pulled = ft_shared_counter("pulled");
 	for (unsigned i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
 		one_message(me, srv, 1, &fixed[i], i & 1);
 	if (ft.size > 0) { /* -S: one more, e.g. 1 GiB */
