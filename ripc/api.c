@@ -169,6 +169,9 @@ static void api_spin_end(bool *spinning)
 	if (*spinning) {
 		CTX->eng.spinners--;
 		*spinning = false;
+		/* The last spin's clock read stands for now: the timer it
+		 * may arm is only pushed on every half interval. */
+		ripc__engine_spin_left(CTX->eng.app_active_ns);
 	}
 }
 

@@ -388,10 +388,10 @@ static void *progress_main(void *arg)
 	(void)arg;
 	for (;;) {
 		unsigned nfd = 0, nquiet;
-		bool all_fd = true, can_wait, spin, busy, app_active;
+		bool all_fd = true, can_wait, spin, busy, app_active, untimed;
 		struct timespec ts, *tsp = &ts;
 		uint64_t wait_us, now;
-		int n = 0;
+		int n = 0, leave_fd;
 
 		ripc__lock();
 		if (CTX->shutting_down) {
@@ -399,7 +399,7 @@ static void *progress_main(void *arg)
 			break;
 		}
 		g->sleep_until = 0;
-		g->pt_watching = g->delegated = false;
+		g->pt_watching = g->delegated = g->pt_untimed = false;
 		if (g->leave_set) {
 			/* Disarmed: a watcher may have left meanwhile. */
 			timerfd_settime(g->leave_fd, 0,
@@ -518,6 +518,13 @@ static void *progress_main(void *arg)
 		/* Asleep on the transports below (a receive about to sleep
 		 * moves us off them: ripc__engine_watch_begin). */
 		g->pt_watching = can_wait && !app_active;
+		/* While application threads spin, no timer: the last one to
+		 * stop arms leave_fd (ripc__engine_spin_left).  Only while
+		 * one spins: a thread that polled a moment ago and left arms
+		 * nothing, so then the timer stays. */
+		g->pt_untimed = g->spinners > 0 && g->leave_fd >= 0;
+		untimed = g->pt_untimed;
+		leave_fd = g->leave_fd;
 		if (!busy && all_fd && can_wait && !spin && !app_active) {
 			tsp = idle_timeout(&ts, now);
 			__atomic_store_n(&g->idle, true, __ATOMIC_RELAXED);
@@ -534,13 +541,25 @@ static void *progress_main(void *arg)
 			/* Application threads are polling the provider or
 			 * about to; stay out of their way, check back on a
 			 * timer, when one of them goes to sleep (wake_fd), or
-			 * when a resolver datagram arrives. */
+			 * when a resolver datagram arrives.  While one spins,
+			 * the timer is leave_fd, which the last spinner arms
+			 * when it stops and pushes on while threads keep
+			 * coming back: a wake-up every interval would preempt
+			 * the spinning thread on its CPU, and take the lock
+			 * from it, for nothing (perf_notes.md). */
+			unsigned np = nquiet;
+
 			wait_us = CTX->cfg.poll_interval_us;
-			ppoll(pfd, nquiet,
-			      &(struct timespec){
-				      (time_t)(wait_us / 1000000),
-				      (long)(wait_us % 1000000) * 1000 },
-			      NULL);
+			ts = (struct timespec){ (time_t)(wait_us / 1000000),
+						(long)(wait_us % 1000000) *
+							1000 };
+			tsp = &ts;
+			if (untimed) {
+				pfd[np++] = (struct pollfd){ .fd = leave_fd,
+							     .events = POLLIN };
+				tsp = NULL;
+			}
+			ppoll(pfd, np, tsp, NULL);
 			after_poll(pfd, nquiet);
 			continue;
 		}
@@ -823,6 +842,32 @@ void ripc__engine_leave(void)
 	g->leave_set = true;
 }
 
+void ripc__engine_spin_left(uint64_t now)
+{
+	struct ripc_engine *g = &CTX->eng;
+	uint64_t ns = CTX->cfg.poll_interval_us * 1000;
+
+	if (!g->pt_untimed || g->spinners)
+		return;
+	/* Armed, and not due within half an interval: a thread that comes
+	 * back and stops again pushes it on at most every half interval,
+	 * one timerfd_settime, not one per message. */
+	if (g->leave_set && g->leave_due > now + ns / 2)
+		return;
+	if (g->leave_fd < 0 ||
+	    timerfd_settime(g->leave_fd, 0,
+			    &(struct itimerspec){
+				    .it_value = { (time_t)(ns / 1000000000ull),
+						  (long)(ns % 1000000000ull) } },
+			    NULL) < 0) {
+		g->pt_untimed = false;
+		ripc__engine_kick();
+		return;
+	}
+	g->leave_set = true;
+	g->leave_due = now + ns;
+}
+
 static void watchdog_start(void)
 {
 	struct ripc_engine *g = &CTX->eng;
@@ -897,4 +942,5 @@ void ripc__engine_stop(void)
 		close(g->leave_fd);
 	g->leave_fd = -1;
 	g->leave_set = g->watcher = g->delegated = g->pt_watching = false;
+	g->pt_untimed = false;
 }

@@ -531,8 +531,14 @@ struct ripc_engine {
 	 * without them because a watcher has them. */
 	bool watcher, pt_watching, delegated;
 	bool watcher_bell;        /* the watcher armed the doorbell */
-	int leave_fd;             /* timerfd: a watcher left (engine_leave) */
+	int leave_fd;             /* timerfd: a watcher left (engine_leave),
+				   * or the last spinner stopped */
 	bool leave_set;           /* leave_fd is armed */
+	uint64_t leave_due;       /* when it fires, if armed for a spinner */
+	/* The progress thread sleeps without a timer while application
+	 * threads spin: the last one to stop arms leave_fd
+	 * (ripc__engine_spin_left). */
+	bool pt_untimed;
 	struct ripc_stats published; /* as last put in the registry */
 	unsigned poll_calls;
 	uint64_t clock_ns;        /* the last clock read of a progress pass */
@@ -693,6 +699,12 @@ struct pollfd;
 int ripc__engine_watch_begin(struct pollfd *pfd);
 void ripc__engine_watch_end(void);
 void ripc__engine_leave(void);
+/* The calling thread stopped spinning (lock held; now: a recent clock
+ * read).  If it was the last and the progress thread sleeps without a
+ * timer meanwhile, the thread comes back within RIPC_POLL_INTERVAL_US
+ * unless somebody spins again (leave_fd; pushed on at most every half
+ * interval).  Costs nothing otherwise. */
+void ripc__engine_spin_left(uint64_t now);
 int ripc__engine_start(void);
 /* Without the lock, after shutting_down is set: joins the threads. */
 void ripc__engine_stop(void);

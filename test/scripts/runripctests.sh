@@ -55,6 +55,7 @@ tests=(
 	"ripc_done|"
 	"ripc_done|-x now"
 	"ripc_done|-x slow"
+	"ripc_takeover|"
 	"ripc_wake|"
 	"ripc_wake|-x checked"
 	"ripc_wake|-x nodirect"
