@@ -818,6 +818,26 @@ void ripc__engine_watch_end(void)
 	}
 }
 
+/* Arm leave_fd to fire one poll interval from now; false (and the thread
+ * kicked instead, so that it is not left asleep) if that failed. */
+static bool arm_leave(void)
+{
+	struct ripc_engine *g = &CTX->eng;
+	uint64_t ns = CTX->cfg.poll_interval_us * 1000;
+
+	if (g->leave_fd < 0 ||
+	    timerfd_settime(g->leave_fd, 0,
+			    &(struct itimerspec){
+				    .it_value = { (time_t)(ns / 1000000000ull),
+						  (long)(ns % 1000000000ull) } },
+			    NULL) < 0) {
+		ripc__engine_kick();
+		return false;
+	}
+	g->leave_set = true;
+	return true;
+}
+
 /* The thread comes back within the poll interval, the time it keeps out
  * of an active application thread's way anyway: a timer, not a kick, so
  * that the receive that just found its message (and is about to answer
@@ -825,21 +845,11 @@ void ripc__engine_watch_end(void)
 void ripc__engine_leave(void)
 {
 	struct ripc_engine *g = &CTX->eng;
-	uint64_t ns = CTX->cfg.poll_interval_us * 1000;
 
 	if (!g->delegated || g->watcher || g->leave_set)
 		return;
-	if (g->leave_fd < 0 ||
-	    timerfd_settime(g->leave_fd, 0,
-			    &(struct itimerspec){
-				    .it_value = { (time_t)(ns / 1000000000ull),
-						  (long)(ns % 1000000000ull) } },
-			    NULL) < 0) {
+	if (!arm_leave())
 		g->delegated = false;
-		ripc__engine_kick();
-		return;
-	}
-	g->leave_set = true;
 }
 
 void ripc__engine_spin_left(uint64_t now)
@@ -854,18 +864,10 @@ void ripc__engine_spin_left(uint64_t now)
 	 * one timerfd_settime, not one per message. */
 	if (g->leave_set && g->leave_due > now + ns / 2)
 		return;
-	if (g->leave_fd < 0 ||
-	    timerfd_settime(g->leave_fd, 0,
-			    &(struct itimerspec){
-				    .it_value = { (time_t)(ns / 1000000000ull),
-						  (long)(ns % 1000000000ull) } },
-			    NULL) < 0) {
+	if (arm_leave())
+		g->leave_due = now + ns;
+	else
 		g->pt_untimed = false;
-		ripc__engine_kick();
-		return;
-	}
-	g->leave_set = true;
-	g->leave_due = now + ns;
 }
 
 static void watchdog_start(void)
