@@ -363,6 +363,7 @@ static int churn_child(int fd, int fd_hold)
 {
 	char ok = 0, c;
 	uint16_t me;
+	uint8_t err;
 
 	int oom = open("/proc/self/oom_score_adj", O_WRONLY);
 
@@ -386,7 +387,7 @@ static int churn_child(int fd, int fd_hold)
 		snprintf(v, sizeof(v), "%d", CHURN_CONC_MS);
 		setenv("RIPC_SEND_TIMEOUT_MS", v, 0);
 	}
-	if (ripc_init() == 0) {
+	if ((err = ripc_init()) == RIPC_OK) {
 		me = ripc_register_random_service_id();
 		if (me != RIPC_INVALID_SERVICE_ID)
 			ok = request(me, (uint16_t)ft.server_id, 1, false, 0);
@@ -394,8 +395,10 @@ static int churn_child(int fd, int fd_hold)
 			fprintf(stderr, "churn-client %d: register: %s\n",
 				(int)getpid(), ripc_strerror(ripc_last_error()));
 	} else {
-		fprintf(stderr, "churn-client %d: ripc_init failed\n",
-			(int)getpid());
+		/* The code says which step failed; the library's own log
+		 * line (above it) says why. */
+		fprintf(stderr, "churn-client %d: ripc_init failed: %s\n",
+			(int)getpid(), ripc_strerror(err));
 	}
 	if (write(fd, &ok, 1) != 1)
 		(void)0;
