@@ -298,7 +298,8 @@ s_netns() {
 	wait_for "$d/svc.A2.log" REG 10
 	sleep 3
 	kill -KILL "$a2"; stop "$a2" 5
-	run_on B "$d/svc.B2.log" env RIPC_TEST_REG_TRIES=1500 "$prog" service 42 B2; b2=$last
+	run_on B "$d/svc.B2.log" env RIPC_TEST_REG_TRIES=1500 RIPC_TEST_TRACE=1 \
+		"$prog" service 42 B2; b2=$last
 	wait_for "$d/svc.B2.log" REG 20
 	sleep 3
 	# One ZooKeeper server, the leader, killed during traffic.
@@ -328,9 +329,15 @@ s_netns() {
 	# death (the last 3 s) costs nothing.
 	local after bad
 	read -r after bad <<<"$(awk -v t="$firstB2" '$1 == "REQ" && $3 >= t { n++; if ($5 != "ok") b++ } END { print n + 0, b + 0 }' "$d/client.log")"
+	# Where a lost one went: its start against the leader's kill, and
+	# whether B2 received and answered it.
+	awk -v t="$firstB2" '$1 == "REQ" && $3 >= t' "$d/client.log" >"$d/client.afterB2.log"
+	local lost
+	lost=$(failed_where "$d/client.afterB2.log" "$d/svc.B2.log")
+	lost=$lost$(awk -v k="$t" '$5 != "ok" { printf " seq %s started %+.0f ms from the kill, ended after %.0f ms;", $2, ($3 - k) / 1e6, ($4 - $3) / 1e6 }' "$d/client.afterB2.log")
 	[ "$leader" != 0 ] && [ "$after" -ge 100 ] && [ "$bad" = 0 ]
 	result "netns: ZooKeeper leader killed under traffic" $? \
-		"server $leader killed; $after requests since B2 answered, $bad lost; whole run: $ok/$n answered, longest ${mx} ms${rest:+, errors:$rest}"
+		"server $leader killed; $after requests since B2 answered, $bad lost${lost:+ (}${lost}${lost:+)}; whole run: $ok/$n answered, longest ${mx} ms${rest:+, errors:$rest}"
 	zk_start "$leader"
 	zk_wait_serving "$leader" 60
 
