@@ -457,7 +457,12 @@ static int svc_owner(uint16_t id)
 /* A process killed without closing its libfabric shm endpoint leaves a
  * 16 MiB region file behind (ref §2).  Its name follows "fi_shm://" in the
  * published address; remove it if it is exactly "<pid>:<n>:<n>" for the
- * dead pid and is a regular file of ours, nothing else. */
+ * dead pid and is a regular file of ours, nothing else.  Not while the pid
+ * names a process again (pids are reused; pid_max is often 32768): the
+ * file may then be the new process's live region, and removing it would
+ * make that process unreachable over shm.  A new libripc process with
+ * that pid removes a dead one's region itself before it opens shm
+ * (prov/shm/shm.c, stale_own_regions). */
 static void remove_shm_region(const struct reg_proc *p)
 {
 	const struct ripc_reg_addr *a = &p->addr[RIPC_PROV_SHM];
@@ -475,7 +480,8 @@ static void remove_shm_region(const struct reg_proc *p)
 		return;
 	if (sscanf(name + strlen(prefix), "%u:%u:%u%n", &pid, &x, &y, &used) !=
 		    3 ||
-	    name[strlen(prefix) + used] || (int)pid != p->pid)
+	    name[strlen(prefix) + used] || (int)pid != p->pid ||
+	    ripc__proc_starttime((pid_t)pid))
 		return;
 	snprintf(path, sizeof(path), "/dev/shm/%s", name + strlen(prefix));
 	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&

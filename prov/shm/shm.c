@@ -5,6 +5,7 @@
  * uses process_vm_readv/writev without checking keys (ref §2, §3.2): the
  * trust boundary is the user id.  RIPC_SHM_CHECKED withholds VIRT_ADDR.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -110,10 +112,97 @@ static bool cma_usable(void)
 	       yama_allows();
 }
 
+/* The start of a libfabric 1.17 region (struct smr_region): version,
+ * the owner's pid, the owner's address of the region, its spinlock. */
+#define SMR117_VERSION 4
+#define SMR117_PID_OFF 4
+#define SMR117_BASE_OFF 16
+#define SMR117_LOCK_OFF 24
+
+/* Whether this process maps /dev/shm/<name> (a live endpoint of its own,
+ * opened by libripc or by the application). */
+static bool region_mapped_here(const char *name)
+{
+	FILE *maps = fopen("/proc/self/maps", "re");
+	char line[512], *f;
+	size_t n = strlen(name);
+	bool found = false;
+
+	if (!maps)
+		return true; /* cannot tell: hands off */
+	while (!found && fgets(line, sizeof(line), maps))
+		found = (f = strstr(line, "/dev/shm/")) &&
+			!strncmp(f + 9, name, n) &&
+			(f[9 + n] == '\n' || f[9 + n] == ' ');
+	fclose(maps);
+	return found;
+}
+
+/*
+ * Pids are reused (pid_max is 32768 on many systems), and a process
+ * SIGKILLed with its shm endpoint open leaves /dev/shm/<pid>:<uid>:<n>
+ * (16 MiB) behind.  libfabric 1.17 takes such a region over when its
+ * recorded owner is dead, but when the recorded pid is our own it sees a
+ * live owner and fi_endpoint fails with EBUSY (smr_create, smr_retry_map):
+ * a process that happens to get a killed process's pid could not open shm
+ * at all (seen: one client in 2 000 of the churn test, its ripc_init
+ * failing).  So, before opening: remove the regions named after our pid
+ * and uid whose recorded owner is our pid and which this process does not
+ * map.  A live endpoint of this process keeps its region mapped; any other
+ * region claiming our pid is a dead process's.  (Like libfabric's own
+ * take-over, this assumes one pid namespace per /dev/shm.)  Costs a
+ * readdir of /dev/shm per open.
+ */
+static void stale_own_regions(void)
+{
+	char prefix[48], path[300];
+	DIR *d = opendir("/dev/shm");
+	struct dirent *e;
+	size_t plen;
+
+	if (!d)
+		return;
+	snprintf(prefix, sizeof(prefix), "%d:%u:", (int)getpid(),
+		 (unsigned)getuid());
+	plen = strlen(prefix);
+	while ((e = readdir(d))) {
+		const char *idx = e->d_name + plen;
+		struct stat st;
+		int owner = 0, fd;
+
+		if (strncmp(e->d_name, prefix, plen) || !*idx ||
+		    strspn(idx, "0123456789") != strlen(idx) ||
+		    strlen(e->d_name) > 200)
+			continue;
+		snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+		    st.st_uid != geteuid() ||
+		    pread(fd, &owner, sizeof(owner), SMR117_PID_OFF) !=
+			    (ssize_t)sizeof(owner) ||
+		    owner != (int)getpid() || region_mapped_here(e->d_name)) {
+			close(fd);
+			continue;
+		}
+		close(fd);
+		if (unlink(path) == 0)
+			ripc__log(RIPC_LOG_INFO,
+				  "shm: removed %s, left by a killed process "
+				  "that had our pid",
+				  path);
+	}
+	closedir(d);
+}
+
 static int shm_open(const struct ripc_prov_opts *opts, struct ripc_prov **out,
 		    struct ripc_prov_attr *attr)
 {
-	int ret = ripc__ofi_open(&ripc__shm_row, opts, out, attr);
+	int ret;
+
+	stale_own_regions();
+	ret = ripc__ofi_open(&ripc__shm_row, opts, out, attr);
 
 	if (ret == 0)
 		attr->reads_need_peer = !cma_usable();
@@ -140,10 +229,6 @@ static int shm_open(const struct ripc_prov_opts *opts, struct ripc_prov **out,
  */
 #define WD_REGIONS 300
 #define WD_HELD_NS 2000000000ull
-#define SMR117_VERSION 4
-#define SMR117_PID_OFF 4
-#define SMR117_BASE_OFF 16
-#define SMR117_LOCK_OFF 24
 
 static struct wd_region {
 	uintptr_t addr;

@@ -8,7 +8,8 @@
 #   mid-pull, a replier killed with return buffers offered to it, a sender
 #   killed before its long send is pulled; on shm also a sender killed
 #   holding its region lock, at once and after the receiver sat idle in
-#   its receive for 4 s).  Default: all.
+#   its receive for 4 s), pidreuse (a killed shm process's pid given to a
+#   new service: it must open shm and be reached).  Default: all.
 #   -m: measure instead of test: 20 restarts over tcp and shm (time from
 #   registration to the first delivered message) and the resolver's query
 #   latency between namespaces, as benchmark lines.
@@ -30,7 +31,7 @@ while getopts "b:mh" o; do
 	esac
 done
 shift $((OPTIND - 1))
-scenarios=${*:-netns tcp shm longfault-tcp longfault-shm}
+scenarios=${*:-netns tcp shm longfault-tcp longfault-shm pidreuse}
 prog=$bindir/ripc_failover
 lf=$bindir/ripc_longfault
 tmp=$(mktemp -d /tmp/ripcfault.XXXXXX)
@@ -272,6 +273,71 @@ longfault() { # <mode>
 	done
 }
 
+# ---- a killed process's pid given to a new one ------------------------------
+
+# A service SIGKILLed with its shm endpoint open leaves its libfabric region,
+# /dev/shm/<pid>:<uid>:0, behind, and its registry entry; the kernel later
+# gives that pid to another process (pid_max is often 32768).  Here the pid
+# is handed out again on purpose (/proc/sys/kernel/ns_last_pid, as
+# checkpoint/restore tools do) to a new service on shm only, with a registry
+# of its own (as in another network namespace): it must open shm and
+# register at once (libfabric 1.17 alone refuses: the region names a live
+# owner, itself); a third process that then reaps the dead entry in the
+# first registry must leave the new service's region alone (it has the
+# dead one's name); a client over shm must be answered by the new service;
+# and its region must be gone once it exits.
+pidreuse() {
+	local d=$tmp/pidreuse k p t try got=0 rc n ok
+	local name="pidreuse-shm: killed process's pid reused"
+	mkdir -p "$d"
+	if [ ! -w /proc/sys/kernel/ns_last_pid ]; then
+		result "$name" 77 "cannot write /proc/sys/kernel/ns_last_pid (needs root)"
+		return
+	fi
+	host_env=(RIPC_PROVIDER=shm RIPC_REGISTRY=$tmp/reg.pidreuse RIPC_RESOLVER=0 FI_TCP_IFACE=lo)
+	run_on - "$d/old.log" "$prog" service 42 OLD; k=$last
+	if ! wait_for "$d/old.log" '^REG ' 15; then
+		result "$name" 1 "the first service did not register: $(tail -n 2 "$d/old.log.err")"
+		return
+	fi
+	kill -KILL "$k"; stop "$k" 5
+	if ! ls /dev/shm/"$k":* >/dev/null 2>&1; then
+		result "$name" 1 "the killed service left no region (/dev/shm/$k:*): nothing to test"
+		return
+	fi
+	# Another process of the machine may take the pid first: again.
+	host_env=(RIPC_PROVIDER=shm RIPC_REGISTRY=$tmp/reg.pidreuse2 RIPC_RESOLVER=0 FI_TCP_IFACE=lo)
+	for try in $(seq 50); do
+		echo $((k - 1)) >/proc/sys/kernel/ns_last_pid
+		run_on - "$d/new.log" env RIPC_LOG_LEVEL=info RIPC_TEST_REG_TRIES=1 \
+			"$prog" service 42 NEW; p=$last
+		[ "$p" = "$k" ] && { got=1; break; }
+		kill -KILL "$p"; stop "$p" 5
+	done
+	if [ "$got" = 0 ]; then
+		result "$name" 1 "could not start a process with pid $k in 50 tries"
+		return
+	fi
+	if ! wait_for "$d/new.log" '^REG' 15 || grep -q '^REGFAIL' "$d/new.log"; then
+		result "$name" 1 "the service with pid $k did not register: $(tail -n 3 "$d/new.log.err" | tr '\n' ' ')"
+		return
+	fi
+	# The third process reaps the killed one's entry in the first registry.
+	host_env=(RIPC_PROVIDER=shm RIPC_REGISTRY=$tmp/reg.pidreuse RIPC_RESOLVER=0 FI_TCP_IFACE=lo)
+	run_on - "$d/third.log" "$prog" service 43 THIRD; t=$last
+	wait_for "$d/third.log" '^REG' 15
+	host_env=(RIPC_PROVIDER=shm RIPC_REGISTRY=$tmp/reg.pidreuse2 RIPC_RESOLVER=0 FI_TCP_IFACE=lo)
+	run_on - "$d/client.log" "$prog" client 42 1000 10; stop "$last" 30
+	n=$(grep -c '^REQ' "$d/client.log")
+	ok=$(awk '$1 == "REQ" && $5 == "ok" && $6 == "NEW"' "$d/client.log" | wc -l)
+	kill -TERM "$p" "$t"; stop "$p" 10; stop "$t" 10
+	rc=0
+	[ "$n" -ge 20 ] && [ "$ok" = "$n" ] || rc=1
+	ls /dev/shm/"$k":* >/dev/null 2>&1 && rc=1
+	result "$name" $rc \
+		"pid $k again after $try tries: $ok/$n requests over shm answered by it$(grep -q 'removed /dev/shm' "$d/new.log.err" && echo ", it removed the dead one's region")$( [ "$ok" != "$n" ] && echo ", client: $(grep -v ' ok ' "$d/client.log" | head -n 2 | tr '\n' ' ') $(tail -n 2 "$d/client.log.err" | tr '\n' ' ')")$(ls /dev/shm/"$k":* 2>/dev/null | sed 's/^/, left behind: /')"
+}
+
 # ---- main ------------------------------------------------------------------
 
 if [ "$measure" = 1 ]; then
@@ -296,6 +362,7 @@ for s in $scenarios; do
 		scenario "$s" - - - ;;
 	longfault-tcp) longfault tcp ;;
 	longfault-shm) longfault shm ;;
+	pidreuse) pidreuse ;;
 	*) echo "unknown scenario $s"; fail=$((fail + 1)) ;;
 	esac
 done
