@@ -281,6 +281,47 @@ bool ripc__peer_ready(struct ripc_peer *p)
 	return false;
 }
 
+/*
+ * Pids are reused: a process of this host may come at the very address
+ * (fi_shm://<pid>:<uid>:<n>) of an ended one that is still our peer (the
+ * sweep forgets ended peers on its own schedule).  libfabric 1.17's shm
+ * insert hands back the entry it already holds for a name, mapped to the
+ * ended process's region, so all we sent the new process would go there
+ * (faults.sh pidreuse-client).  So an ended namesake is forgotten first,
+ * which unmaps its region.  While a transfer still holds it, the new peer
+ * waits (-EAGAIN; it goes on through the doorbell meanwhile).  A namesake
+ * the registry holds alive is left alone: one pid is one live process, so
+ * the new claim is the wrong one (-EBUSY).
+ */
+static int forget_ended_namesake(struct ripc_peer *p)
+{
+	unsigned b = peer_bucket(p->tp, p->addr, p->addrlen);
+	struct ripc_peer *q, *n;
+
+	for (q = CTX->peer_hash[b]; q; q = n) {
+		n = q->hnext;
+		if (q == p || !q->mapped || q->tp != p->tp ||
+		    q->inc == p->inc || q->addrlen != p->addrlen ||
+		    memcmp(q->addr, p->addr, p->addrlen))
+			continue;
+		if (!q->reg_slot1)
+			q->proc_slot1 = q->reg_slot1 = same_host_slot1(
+				q->tp, q->addr, q->addrlen, q->inc);
+		if (q->reg_slot1 &&
+		    ripc__reg_slot_live(q->reg_slot1 - 1, q->inc))
+			return -EBUSY;
+		q->dead = true;
+		routes_let_go(q);
+		if (q->refs) {
+			CTX->sweep_due = true;
+			return -EAGAIN;
+		}
+		peer_free(q);
+		CTX->stats.peers_reaped++;
+	}
+	return 0;
+}
+
 /* Map a same-host peer: insert its address (libfabric's shm maps its
  * region, tens of microseconds) and tell it through the registry that it
  * may send to us over shm.  0 or a negative errno (tried again later). */
@@ -291,6 +332,8 @@ static int peer_map(struct ripc_peer *p)
 
 	if (p->mapped)
 		return 0;
+	if ((ret = forget_ended_namesake(p)))
+		return ret;
 	ret = t->ops->av_insert(t->p, p->addr, p->addrlen, &p->handle);
 	if (ret)
 		return ret;

@@ -9,9 +9,9 @@
 #   killed before its long send is pulled; on shm also a sender killed
 #   holding its region lock, at once and after the receiver sat idle in
 #   its receive for 4 s), pidreuse (a killed shm process's pid given to a
-#   new service: it must open shm and be reached).  Default: all of these.
-#   Not by default: pidreuse-client (a killed client's pid given to a new
-#   client of the same service; fails today, docs/FAULTS.md).
+#   new service: it must open shm and be reached), pidreuse-client (a
+#   killed client's pid given to a new client of the same service: it must
+#   be answered).  Default: all.
 #   -m: measure instead of test: 20 restarts over tcp and shm (time from
 #   registration to the first delivered message) and the resolver's query
 #   latency between namespaces, as benchmark lines.
@@ -33,7 +33,7 @@ while getopts "b:mh" o; do
 	esac
 done
 shift $((OPTIND - 1))
-scenarios=${*:-netns tcp shm longfault-tcp longfault-shm pidreuse}
+scenarios=${*:-netns tcp shm longfault-tcp longfault-shm pidreuse pidreuse-client}
 prog=$bindir/ripc_failover
 lf=$bindir/ripc_longfault
 tmp=$(mktemp -d /tmp/ripcfault.XXXXXX)
@@ -340,9 +340,10 @@ pidreuse() {
 		"pid $k again after $try tries: $ok/$n requests over shm answered by it$(grep -q 'removed /dev/shm' "$d/new.log.err" && echo ", it removed the dead one's region")$( [ "$ok" != "$n" ] && echo ", client: $(grep -v ' ok ' "$d/client.log" | head -n 2 | tr '\n' ' ') $(tail -n 2 "$d/client.log.err" | tr '\n' ' ')")$(ls /dev/shm/"$k":* 2>/dev/null | sed 's/^/, left behind: /')"
 }
 
-# pidreuse-client (not in the default list: fails, docs/FAULTS.md "Still
-# open (11-27)"): a client of a long-lived service over shm is SIGKILLed and
-# its pid given to a new client of the same service, which must be answered.
+# pidreuse-client: a client of a long-lived service over shm is SIGKILLed
+# and its pid given to a new client of the same service, which must be
+# answered (the service holds the dead client as a peer under the very
+# address of the new one; docs/FAULTS.md, 11-27).
 pidreuse_client() {
 	local d=$tmp/pidreuse-client s k p try got=0 rc n ok
 	local name="pidreuse-client: new client with a killed one's pid"
