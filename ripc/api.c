@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -151,16 +152,32 @@ static int api_sleep(struct ripc_waiter *w, struct ripc_list *on, uint64_t ns,
 }
 
 /* One round of an application thread's busy-poll (lock held, let go for
- * a pause): the progress thread keeps off the transports while anybody
- * spins (progress.c). */
-static void api_spin(bool *spinning)
+ * a pause, or a yield once the spin has gone on a while): the progress
+ * thread keeps off the transports while anybody spins (progress.c).
+ *
+ * The yield is for the peer on this host that our send just woke: Linux
+ * queues a thread woken by a loopback socket or a pipe on the waker's CPU
+ * when it finds no idle CPU it may use, and in a virtual machine an idle
+ * vCPU that the host has descheduled does not count as idle.  Queued
+ * behind a spinner, the peer ran only when the spin ended, so a request
+ * sent after 10 ms of quiet waited the whole spin for its answer twice
+ * (shm and tcp, 8 B: ~300 us one-way, perf_notes.md).  Not from the
+ * start: a yield costs a system call, and on shm one in every eighth
+ * round of a ping-pong's spin cost a third of its latency.  After 10 us,
+ * past a same-host round trip over shm, the peer waits at most that. */
+#define SPIN_YIELD_NS 10000ull
+
+static void api_spin(bool *spinning, bool yield)
 {
 	if (!*spinning) {
 		CTX->eng.spinners++;
 		*spinning = true;
 	}
 	ripc__unlock();
-	__builtin_ia32_pause();
+	if (yield)
+		sched_yield();
+	else
+		__builtin_ia32_pause();
 	api_lock();
 }
 
@@ -613,7 +630,8 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 			 * the progress thread to a sleeping caller cost
 			 * 10-25 % of long-send bandwidth).  The progress
 			 * thread keeps away while we spin. */
-			api_spin(&spinning);
+			api_spin(&spinning,
+				 now - start >= SPIN_YIELD_NS);
 			continue;
 		}
 		api_spin_end(&spinning);
@@ -727,7 +745,8 @@ RIPC_API uint8_t ripc_wait_released(const void *buf, int timeout_ms)
 		 * our progress (handing it to the progress thread and being
 		 * woken by it cost a third of the bandwidth at 64 KiB). */
 		if (now < spin_until || (now < spin_pull_until && exposed)) {
-			api_spin(&spinning);
+			api_spin(&spinning,
+				 now - start >= SPIN_YIELD_NS);
 			continue;
 		}
 		api_spin_end(&spinning);
