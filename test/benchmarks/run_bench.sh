@@ -59,6 +59,8 @@
 #                   blocks in ripc_receive; median (lat_us) and p99
 #                   (lat_p99_us), one-way; T >= 50 is the wake-up latency
 #                   of a server idle that long
+#   libripc_unpinned_think<T>ms  the same with server and client free to
+#                   run on every CPU (no taskset to one CPU each)
 #   libripc_first, libripc_first_noresolver  ripc_firstcontact: FIRST_PROCS
 #                   fresh processes, start to first reply (first_us, from
 #                   fork; first_init_us, from just before ripc_init;
@@ -66,7 +68,7 @@
 #                   the default resolver and with RIPC_RESOLVER=0; only in
 #                   the first LIFE_ROUNDS rounds
 # and once per round the kernel-TCP counterpart (tcp_socket_think<T>ms,
-# raw/tcp_bench -Z), in the first LIFE_ROUNDS rounds tcp_socket_first
+# raw/tcp_bench -Z, and tcp_socket_unpinned_think<T>ms), in the first LIFE_ROUNDS rounds tcp_socket_first
 # (raw/tcp_bench -F) and the idle cost (ripc_idle, IDLE_SEC seconds, all
 # idle processes side by side): libripc_recv (blocked in ripc_receive),
 # libripc_sleep (in sleep() after ripc_init) on shm, tcp and all
@@ -175,6 +177,7 @@ PEER_BW_BYTES=${PEER_BW_BYTES:-268435456}
 STEPS=${STEPS:-"core reqrep msgrate fetch life peers"}
 SRV_CPU=${SRV_CPU:-0}
 CLI_CPU=${CLI_CPU:-1}
+ALL_CPUS=0-$(($(nproc) - 1)) # the unpinned sparse steps
 PROC_LIMIT=${PROC_LIMIT:-120}
 TOTAL_LIMIT=${TOTAL_LIMIT:-2700}
 QUIET_PCT=${QUIET_PCT:-15}
@@ -601,12 +604,21 @@ step_tcp_fetch() {
 
 # ---- steps of issue 12: service life ------------------------------------
 
-step_ripc_sparse() { # PROV
-	local p=$1 id
+# Sparse steps: pinned like every step (server and client on CPUs of
+# their own), or with "unpinned" on every CPU, as services run: there a
+# peer woken by a loopback send may be queued on the waker's CPU, which
+# pinning hides (perf_notes.md, "a spinning receive kept a same-host peer
+# off the CPU").  Unpinned lines are named *_unpinned_think<T>ms.
+step_ripc_sparse() { # PROV [unpinned]
+	local p=$1 id name=libripc
+	if [ "${2:-}" = unpinned ]; then
+		local SRV_CPU=$ALL_CPUS CLI_CPU=$ALL_CPUS
+		name=libripc_unpinned
+	fi
 	rm -f "$WORK/ready"
 	srv ripc_sp "$BIN/ripc_sparse" -s -p "$p" -r "$WORK/ready" -T "$PROC_LIMIT"
 	if id=$(wait_ready "$WORK/ready"); then
-		cli ripc_spc "$BIN/ripc_sparse" -p "$p" -x "$(csv $SPARSE_THINK)" -S "$SPARSE_SIZE" \
+		cli ripc_spc "$BIN/ripc_sparse" -N "$name" -p "$p" -x "$(csv $SPARSE_THINK)" -S "$SPARSE_SIZE" \
 			-n "$SPARSE_ITERS" -t "$SPARSE_SEC" -T "$PROC_LIMIT" "$id"
 	else
 		log "ripc_sparse server ($p) did not start"
@@ -614,13 +626,17 @@ step_ripc_sparse() { # PROV
 	stop_srv
 }
 
-step_tcp_sparse() {
-	local port
+step_tcp_sparse() { # [unpinned]
+	local port name=tcp_socket
+	if [ "${1:-}" = unpinned ]; then
+		local SRV_CPU=$ALL_CPUS CLI_CPU=$ALL_CPUS
+		name=tcp_socket_unpinned
+	fi
 	port=$(free_port)
 	srv tcpsp "$RAW/tcp_bench" -s -P "$port" -T "$PROC_LIMIT"
 	if wait_listen "$port"; then
 		cli tcpspc "$RAW/tcp_bench" -P "$port" -L "$SPARSE_SIZE" -Z "$(csv $SPARSE_THINK)" \
-			-n "$SPARSE_ITERS" -t "$SPARSE_SEC" -q
+			-n "$SPARSE_ITERS" -t "$SPARSE_SEC" -q | sed "s/^tcp_socket_think/${name}_think/"
 	else
 		log "tcp_bench server did not start"
 	fi
@@ -870,6 +886,7 @@ for ((r = 1; r <= REPS; r++)); do
 		fi
 		if want life; then
 			run_step "$r" "libripc-sparse-$p" step_ripc_sparse "$p"
+			run_step "$r" "libripc-sparse-unpinned-$p" step_ripc_sparse "$p" unpinned
 			if [ "$r" -le "$LIFE_ROUNDS" ]; then
 				run_step "$r" "libripc-first-$p" step_ripc_first "$p" 1
 				run_step "$r" "libripc-first-noresolver-$p" step_ripc_first "$p" 0
@@ -878,6 +895,7 @@ for ((r = 1; r <= REPS; r++)); do
 	done
 	if want life; then
 		run_step "$r" tcp-sparse step_tcp_sparse
+		run_step "$r" tcp-sparse-unpinned step_tcp_sparse unpinned
 		if [ "$r" -le "$LIFE_ROUNDS" ]; then
 			run_step "$r" tcp-first step_tcp_first
 			run_step "$r" idle step_idle
@@ -1420,7 +1438,10 @@ file.  Source: git $GIT_REV, $GIT_DIRTY uncommitted file(s) in ripc/ prov/ inclu
   ceil(0.99 n)-th smallest).  With a think time of 50 ms and more each
   request measures the wake-up of a server that has been idle that long.
   \`tcp_socket_think<T>ms\`: the same on kernel TCP, blocking
-  \`recv()\` on both ends (\`raw/tcp_bench -Z\`).  *First contact*
+  \`recv()\` on both ends (\`raw/tcp_bench -Z\`).  \`*_unpinned_think<T>ms\`:
+  both of these again with server and client free to run on any CPU (every
+  other step pins them to one CPU each), where a peer woken by a loopback
+  send can be queued on the waker's CPU.  *First contact*
   (\`ripc_firstcontact\`): $FIRST_PROCS fresh processes, one after another
   (fork and exec of the binary itself), each initialises the library,
   registers a random service ID, sends one request and waits for the
@@ -1655,6 +1676,21 @@ EOF
 			done
 		done
 		echo
+		if grep -q '_unpinned_think[0-9]*ms ' "$SUMMARY"; then
+			echo "Unpinned (server and client free to run on any CPU, as services do;"
+			echo "the rows above pin each to a CPU of its own):"
+			echo
+			echo "| transport | think | libripc median | libripc p99 | tcp_socket median | tcp_socket p99 | ratio median | ratio p99 |"
+			echo "|---|---|---|---|---|---|---|---|"
+			for p in $PROVIDERS; do
+				for t in $SPARSE_THINK; do
+					a="libripc_unpinned_think${t}ms $p $z"
+					b="tcp_socket_unpinned_think${t}ms tcp $z"
+					echo "| $p | $t ms | $(cell "$a lat_us") | $(cell "$a lat_p99_us") | $(cell "$b lat_us") | $(cell "$b lat_p99_us") | $(ratio "$a lat_us" "$b lat_us") | $(ratio "$a lat_p99_us" "$b lat_p99_us") |"
+				done
+			done
+			echo
+		fi
 	fi
 	if grep -q '_first' "$SUMMARY"; then
 		z=$SPARSE_SIZE
