@@ -10,7 +10,10 @@
  *       Sends a request every <interval_ms> for <duration_ms> and prints one
  *       line per request: "REQ <seq> <t_start_ns> <t_end_ns> <outcome>
  *       <label>", outcome being ok, or the error of the send or of the wait
- *       for the answer.  Every request ends: nothing may hang.
+ *       for the answer.  Every request ends: nothing may hang.  A wait
+ *       that fails adds "STATS <seq> short_recv <n> ..." (the library's
+ *       counters then); an answer that comes after its request gave up,
+ *       "LATE <seq> <t_ns> <seq waited for then>".
  *   ripc_failover services <first_id> <n> <label>
  *       Registers n IDs and waits for SIGTERM (for resolve).
  *   ripc_failover resolve <first_id> <n>
@@ -128,9 +131,14 @@ static int service(uint16_t id, const char *label)
 		printf("UNREG %s %llu\n", label, (unsigned long long)now_ns());
 	}
 	ripc_stats(&st, sizeof(st));
-	fprintf(stderr, "service %s: %llu requests, %llu drops (no service)\n",
+	fprintf(stderr,
+		"service %s: %llu requests, %llu drops (no service), %llu "
+		"answers, %llu send retries, %llu send timeouts\n",
 		label, (unsigned long long)st.short_recv,
-		(unsigned long long)st.drops_no_service);
+		(unsigned long long)st.drops_no_service,
+		(unsigned long long)st.short_sent,
+		(unsigned long long)st.send_retries,
+		(unsigned long long)st.send_timeouts);
 	fflush(stdout);
 	ripc_finalize();
 	return 0;
@@ -170,14 +178,45 @@ static int client(uint16_t id, long duration_ms, long interval_ms)
 							 &ns, NULL, NULL, NULL,
 							 200);
 				if (r) {
+					struct ripc_stats st;
+
 					snprintf(outcome, sizeof(outcome),
 						 "recv:%d", r);
+					/* What the library had seen by then. */
+					ripc_stats(&st, sizeof(st));
+					printf("STATS %llu short_sent %llu "
+					       "short_recv %llu drops %llu/%llu/"
+					       "%llu/%llu/%llu (malformed, no "
+					       "service, stale, queue full, forged) "
+					       "resolutions %llu send_retries %llu "
+					       "direct_wakeups %llu peers_reaped "
+					       "%llu\n",
+					       (unsigned long long)want,
+					       (unsigned long long)st.short_sent,
+					       (unsigned long long)st.short_recv,
+					       (unsigned long long)st.drops_malformed,
+					       (unsigned long long)st.drops_no_service,
+					       (unsigned long long)st.drops_stale,
+					       (unsigned long long)st.drops_queue_full,
+					       (unsigned long long)st.drops_forged,
+					       (unsigned long long)st.resolutions,
+					       (unsigned long long)st.send_retries,
+					       (unsigned long long)st.direct_wakeups,
+					       (unsigned long long)st.peers_reaped);
 					break;
 				}
-				if (ns == 1 &&
-				    sscanf(si[0], "%31s %llu", lab, &got) == 2 &&
-				    got == want)
+				int k = ns == 1 ? sscanf(si[0], "%31s %llu",
+							 lab, &got)
+						: 0;
+
+				if (k == 2 && got == want)
 					snprintf(label, sizeof(label), "%s", lab);
+				else if (k == 2 && got < want)
+					/* An answer after its request gave up:
+					 * when it came says where it was held. */
+					printf("LATE %llu %llu %llu\n", got,
+					       (unsigned long long)now_ns(),
+					       (unsigned long long)want);
 				if (ns)
 					ripc_buf_free(si[0]);
 				free(si);

@@ -160,11 +160,18 @@ retrans() {
 		else for (i = 1; i <= NF; i++) if (n[i] == "RetransSegs") print $i }' /proc/net/snmp
 }
 
-# failed_where <client log> <service log>: for each failed request, when
+# failed_where <client log> <service log> [full client log]: for each
+# failed request (REQ lines of the first), when
 # the service (RIPC_TEST_TRACE=1) received and answered it, in ms after
-# the client sent it ("not received" if it never did)
+# the client sent it ("not received" if it never did), when its answer
+# reached the client after all, if it did (LATE lines), and the client
+# library's counters at the timeout (STATS lines; both from the full
+# client log when the first holds only some of its REQ lines)
 failed_where() {
-	awk 'FNR == NR { if ($1 == "ANS") { rcv[$2] = $3; ans[$2] = $4; rc[$2] = $5 }; next }
+	awk 'FNR == 1 { f++ }
+		f == 1 { if ($1 == "ANS") { rcv[$2] = $3; ans[$2] = $4; rc[$2] = $5 }; next }
+		f == 2 { if ($1 == "LATE" && !($2 in late)) { late[$2] = $3; during[$2] = $4 }
+			 if ($1 == "STATS") { k = $2; sub(/^STATS [0-9]+ /, ""); st[k] = $0 }; next }
 		$1 == "REQ" && $5 != "ok" {
 			printf " seq %s (%s):", $2, $5
 			if ($2 in rcv)
@@ -172,7 +179,14 @@ failed_where() {
 					(rcv[$2] - $3) / 1e6, (ans[$2] - $3) / 1e6, rc[$2]
 			else
 				printf " not received;"
-		}' "$2" "$1"
+			if ($2 in late)
+				printf " its answer reached the client +%.1f ms (waiting for seq %s);",
+					(late[$2] - $3) / 1e6, during[$2]
+			else
+				printf " its answer never reached the client;"
+			if ($2 in st)
+				printf " client counters then: %s;", st[$2]
+		}' "$2" "${3:-$1}" "$1"
 }
 
 # first_ok_after <client log> <label> <t_ns>: ns of the first answer from
@@ -333,7 +347,7 @@ s_netns() {
 	# whether B2 received and answered it.
 	awk -v t="$firstB2" '$1 == "REQ" && $3 >= t' "$d/client.log" >"$d/client.afterB2.log"
 	local lost
-	lost=$(failed_where "$d/client.afterB2.log" "$d/svc.B2.log")
+	lost=$(failed_where "$d/client.afterB2.log" "$d/svc.B2.log" "$d/client.log")
 	lost=$lost$(awk -v k="$t" '$5 != "ok" { printf " seq %s started %+.0f ms from the kill, ended after %.0f ms;", $2, ($3 - k) / 1e6, ($4 - $3) / 1e6 }' "$d/client.afterB2.log")
 	[ "$leader" != 0 ] && [ "$after" -ge 100 ] && [ "$bad" = 0 ]
 	result "netns: ZooKeeper leader killed under traffic" $? \
@@ -367,7 +381,7 @@ s_netns() {
 	read -r n ok mx rest <<<"$(requests "$d/client2.log")"
 	[ "${n:-0}" -ge 300 ] && [ "$n" = "$ok" ]
 	result "netns: all servers down: cached route works" $? \
-		"$ok/$n requests to 42 answered across the outage, longest $mx ms${rest:+, errors:$rest}"
+		"$ok/$n requests to 42 answered across the outage, longest $mx ms${rest:+, errors:$rest;$(failed_where "$d/client2.log" "$d/svc.B2.log")}"
 	run_on C "$d/res-back.log" env RIPC_RESOLVE_TIMEOUT_MS=5000 "$prog" resolve 44 1; k=$last
 	stop "$k" 30
 	run_on A "$d/svc.A46.log" env RIPC_TEST_REG_TRIES=300 "$prog" service 46 A46; a1=$last
