@@ -101,6 +101,16 @@ static int api_sleep(struct ripc_waiter *w, struct ripc_list *on, uint64_t ns,
 	if (CTX->cfg.manual_progress &&
 	    ns > CTX->cfg.poll_interval_us * 1000)
 		ns = CTX->cfg.poll_interval_us * 1000;
+	/* Not watching the transports: what wakes us is the progress
+	 * thread, asleep on their fds when idle.  If they hold events that
+	 * no fd will signal (our own passes read them from the kernel, say
+	 * bytes into tcp's staging buffer), nobody would look until the
+	 * next message came: sleep only briefly, then poll (a trywait that
+	 * keeps failing costs a wake-up per RIPC_BUSY_POLL_US, as it does
+	 * the progress thread). */
+	if (!nwatch && !ripc__engine_quiet() &&
+	    ns > CTX->cfg.busy_poll_us * 1000)
+		ns = CTX->cfg.busy_poll_us * 1000;
 	ts.tv_sec = (time_t)(ns / 1000000000ull);
 	ts.tv_nsec = (long)(ns % 1000000000ull);
 	for (unsigned i = 0; i < nwatch && i < RIPC_PROV_MAX + 1; i++)
@@ -133,6 +143,8 @@ static int api_sleep(struct ripc_waiter *w, struct ripc_list *on, uint64_t ns,
 	if (on)
 		ripc_list_del(&w->link);
 	if (nwatch) {
+		if (r > 0)
+			ripc__engine_watch_woke(pfd + 1, nwatch);
 		ripc__engine_watch_end();
 		for (unsigned i = 1; r > 0 && i <= nwatch; i++)
 			if (pfd[i].revents) {
@@ -619,6 +631,11 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 
 		g->app_active_ns = now;
 		if (now >= deadline) {
+			/* A last look at every transport: the pass above may
+			 * have left out a quiet costly one (progress.c). */
+			ripc__progress_now();
+			if ((m = ripc__msg_take(svc)))
+				break;
 			err = RIPC_ETIMEDOUT;
 			break;
 		}
@@ -824,7 +841,9 @@ RIPC_API int ripc_progress(void)
 
 	if (ripc__api_enter_running())
 		return 0;
-	n = ripc__progress();
+	/* One call per wake-up of the application's loop: every transport
+	 * is looked at, a quiet costly one too. */
+	n = ripc__progress_now();
 	ripc__api_leave(RIPC_OK);
 	return n;
 }

@@ -299,6 +299,30 @@ int ripc__progress(void)
 	return progress_pass(false);
 }
 
+int ripc__progress_now(void)
+{
+	return progress_pass(true);
+}
+
+/* Mark a transport hot: passes poll it for HOT_NS whatever the clock. */
+static void tp_hot(struct ripc_tp *t)
+{
+	t->last_event_ns = ripc__now_ns();
+}
+
+bool ripc__engine_quiet(void)
+{
+	for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
+		struct ripc_tp *t = &CTX->tp[i];
+
+		if (t->open && t->attr.wait_fd >= 0 && !t->ops->trywait(t->p)) {
+			tp_hot(t);
+			return false;
+		}
+	}
+	return true;
+}
+
 static bool work_pending(void)
 {
 	return CTX->ex.nlive || ripc__pull_pending() || ripc__tx_pending() ||
@@ -775,15 +799,21 @@ int ripc__engine_watch_begin(struct pollfd *pfd)
 		ripc__engine_watch_end();
 		return -1;
 	}
+	g->nwatch_tp = 0;
 	for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
 		struct ripc_tp *t = &CTX->tp[i];
 
 		if (!t->open || t->attr.wait_fd < 0)
 			continue;
 		if (!t->ops->trywait(t->p)) {
+			/* Events pending that its fd will not signal: the
+			 * caller sleeps only briefly (api_sleep, through
+			 * ripc__engine_quiet), and its next pass polls it. */
+			tp_hot(t);
 			ripc__engine_watch_end();
 			return 0;
 		}
+		g->watch_tp[g->nwatch_tp++] = (uint8_t)i;
 		pfd[n++] = (struct pollfd){ .fd = t->attr.wait_fd,
 					    .events = POLLIN };
 	}
@@ -803,6 +833,15 @@ int ripc__engine_watch_begin(struct pollfd *pfd)
 	    (g->delegated && (work_pending() || polled_inflight())))
 		ripc__engine_kick();
 	return (int)n;
+}
+
+void ripc__engine_watch_woke(const struct pollfd *pfd, unsigned n)
+{
+	struct ripc_engine *g = &CTX->eng;
+
+	for (unsigned k = 0; k < n && k < g->nwatch_tp; k++)
+		if (pfd[k].revents)
+			tp_hot(&CTX->tp[g->watch_tp[k]]);
 }
 
 void ripc__engine_watch_end(void)

@@ -531,6 +531,8 @@ struct ripc_engine {
 	 * without them because a watcher has them. */
 	bool watcher, pt_watching, delegated;
 	bool watcher_bell;        /* the watcher armed the doorbell */
+	uint8_t watch_tp[RIPC_PROV_MAX]; /* the transport of each watched fd */
+	uint8_t nwatch_tp;
 	int leave_fd;             /* timerfd: a watcher left (engine_leave),
 				   * or the last spinner stopped */
 	bool leave_set;           /* leave_fd is armed */
@@ -675,8 +677,21 @@ static inline bool ripc__lock_is_mine(void)
 }
 
 /* ---- the engine (progress.c) ---------------------------------------- */
-/* One pass over the transports and what waits for them.  Lock held. */
+/* One pass over the transports and what waits for them.  Lock held.
+ * Between its clock reads (every 8th pass), a pass leaves out a costly
+ * transport that has been quiet (tcp beside shm): see progress.c. */
 int ripc__progress(void);
+/* The same pass, but it reads the clock and so polls every transport
+ * not polled for COLD_POLL_NS: for a single call (ripc_progress(3)) and
+ * for the last look before a timeout.  Lock held. */
+int ripc__progress_now(void);
+/* A thread that polled the transports itself is about to sleep relying
+ * on the progress thread: true if every transport with a wait fd passes
+ * fi_trywait.  False means events are pending inside the provider that
+ * no fd will signal any more (libfabric's trywait rule): the caller must
+ * poll again soon instead of sleeping on, and the transport is marked hot
+ * so that its next pass polls it.  Lock held. */
+bool ripc__engine_quiet(void);
 /* Make the progress thread look now (a thread is about to sleep). */
 void ripc__engine_kick(void);
 /* An application thread took the library lock (the API layer calls it
@@ -698,6 +713,10 @@ void ripc__engine_active(void);
 struct pollfd;
 int ripc__engine_watch_begin(struct pollfd *pfd);
 void ripc__engine_watch_end(void);
+/* The watcher's sleep ended with revents on pfd[0..n-1] (the array that
+ * watch_begin filled): the transports that fired are marked hot, so the
+ * next pass polls them whatever the clock says.  Lock held. */
+void ripc__engine_watch_woke(const struct pollfd *pfd, unsigned n);
 void ripc__engine_leave(void);
 /* The calling thread stopped spinning (lock held; now: a recent clock
  * read).  If it was the last and the progress thread sleeps without a
