@@ -143,6 +143,17 @@ static int32_t same_host_slot1(int tp, const void *addr, size_t len,
 	return info.slot1;
 }
 
+/* Is the process of a peer on a same-host transport alive, as the
+ * registry says?  Looks its record up if it was not found when the peer
+ * was made. */
+static bool same_host_peer_live(struct ripc_peer *p)
+{
+	if (!p->reg_slot1)
+		p->proc_slot1 = p->reg_slot1 =
+			same_host_slot1(p->tp, p->addr, p->addrlen, p->inc);
+	return p->reg_slot1 && ripc__reg_slot_live(p->reg_slot1 - 1, p->inc);
+}
+
 struct ripc_peer *ripc__peer_get(int tp, const void *addr, size_t len,
 				 uint64_t inc, int *err)
 {
@@ -304,11 +315,7 @@ static int forget_ended_namesake(struct ripc_peer *p)
 		    q->inc == p->inc || q->addrlen != p->addrlen ||
 		    memcmp(q->addr, p->addr, p->addrlen))
 			continue;
-		if (!q->reg_slot1)
-			q->proc_slot1 = q->reg_slot1 = same_host_slot1(
-				q->tp, q->addr, q->addrlen, q->inc);
-		if (q->reg_slot1 &&
-		    ripc__reg_slot_live(q->reg_slot1 - 1, q->inc))
+		if (same_host_peer_live(q))
 			return -EBUSY;
 		q->dead = true;
 		routes_let_go(q);
@@ -463,14 +470,7 @@ void ripc__peers_sweep(void)
 	for (unsigned b = 0; b < 256; b++)
 		for (struct ripc_peer *p = CTX->peer_hash[b]; p; p = p->hnext)
 			if (CTX->tp[p->tp].attr.same_host_only) {
-				if (!p->reg_slot1) /* not found when made */
-					p->proc_slot1 = p->reg_slot1 =
-						same_host_slot1(p->tp, p->addr,
-								p->addrlen,
-								p->inc);
-				p->dead = !p->reg_slot1 ||
-					  !ripc__reg_slot_live(
-						  p->reg_slot1 - 1, p->inc);
+				p->dead = !same_host_peer_live(p);
 				dead_any |= p->dead;
 			} else if (p->proc_slot1) {
 				/* A process of this host over tcp. */
