@@ -46,7 +46,9 @@ const struct ripc_env_var ripc__env_table[RIPC_ENV_COUNT] = {
 		"application thread was active within the last millisecond." },
 	[RIPC_ENV_BUSY_POLL_US] = { "RIPC_BUSY_POLL_US", "20",
 		"Progress thread's polling period for transports without a wait "
-		"file descriptor (shm) while a transfer is under way." },
+		"file descriptor (shm) while a transfer is under way; also how "
+		"long a waiting call sleeps while a transport's fi_trywait "
+		"fails." },
 	[RIPC_ENV_RX_DEPTH] = { "RIPC_RX_DEPTH", "32",
 		"Receive buffers kept posted per transport." },
 	[RIPC_ENV_QUEUE_MAX] = { "RIPC_QUEUE_MAX", "1024",
