@@ -103,11 +103,12 @@ static int api_sleep(struct ripc_waiter *w, struct ripc_list *on, uint64_t ns,
 		ns = CTX->cfg.poll_interval_us * 1000;
 	/* Not watching the transports: what wakes us is the progress
 	 * thread, asleep on their fds when idle.  If they hold events that
-	 * no fd will signal (our own passes read them from the kernel, say
-	 * bytes into tcp's staging buffer), nobody would look until the
-	 * next message came: sleep only briefly, then poll (a trywait that
-	 * keeps failing costs a wake-up per RIPC_BUSY_POLL_US, as it does
-	 * the progress thread). */
+	 * no fd will signal (tcp's fi_trywait itself may read a message off
+	 * the socket into the queue rxm takes it from, and fail: seen in
+	 * strace, docs/FAULTS.md 11-27), nobody would look until the next
+	 * message came: sleep only briefly, then poll (a trywait that keeps
+	 * failing costs a wake-up per RIPC_BUSY_POLL_US, as it does the
+	 * progress thread). */
 	if (!nwatch && !ripc__engine_quiet() &&
 	    ns > CTX->cfg.busy_poll_us * 1000)
 		ns = CTX->cfg.busy_poll_us * 1000;
