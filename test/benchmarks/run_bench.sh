@@ -1024,6 +1024,16 @@ le() { # A B MAX: "meets" when A / B <= MAX
 	awk -v a="${MED[$1]}" -v b="${MED[$2]}" -v m="$3" \
 		'BEGIN { print (b > 0 && a / b <= m) ? "meets" : "misses" }'
 }
+# sparse_rows PROV LIBRIPC_NAME TCP_NAME: one table row per think time
+# (median and p99 of both, their ratios), z = the sparse message size
+sparse_rows() {
+	local p=$1 t a b
+	for t in $SPARSE_THINK; do
+		a="$2_think${t}ms $p $z"
+		b="$3_think${t}ms tcp $z"
+		echo "| $p | $t ms | $(cell "$a lat_us") | $(cell "$a lat_p99_us") | $(cell "$b lat_us") | $(cell "$b lat_p99_us") | $(ratio "$a lat_us" "$b lat_us") | $(ratio "$a lat_p99_us" "$b lat_p99_us") |"
+	done
+}
 targets_12_14() {
 	local p t z a b lines=() pi
 	z=$SPARSE_SIZE
@@ -1669,11 +1679,7 @@ EOF
 			a="libripc $p $z lat_us"
 			b="tcp_socket tcp $z lat_us"
 			echo "| $p | 0 | $(cell "$a") | | $(cell "$b") | | $(ratio "$a" "$b") | |"
-			for t in $SPARSE_THINK; do
-				a="libripc_think${t}ms $p $z"
-				b="tcp_socket_think${t}ms tcp $z"
-				echo "| $p | $t ms | $(cell "$a lat_us") | $(cell "$a lat_p99_us") | $(cell "$b lat_us") | $(cell "$b lat_p99_us") | $(ratio "$a lat_us" "$b lat_us") | $(ratio "$a lat_p99_us" "$b lat_p99_us") |"
-			done
+			sparse_rows "$p" libripc tcp_socket
 		done
 		echo
 		if grep -q '_unpinned_think[0-9]*ms ' "$SUMMARY"; then
@@ -1683,11 +1689,7 @@ EOF
 			echo "| transport | think | libripc median | libripc p99 | tcp_socket median | tcp_socket p99 | ratio median | ratio p99 |"
 			echo "|---|---|---|---|---|---|---|---|"
 			for p in $PROVIDERS; do
-				for t in $SPARSE_THINK; do
-					a="libripc_unpinned_think${t}ms $p $z"
-					b="tcp_socket_unpinned_think${t}ms tcp $z"
-					echo "| $p | $t ms | $(cell "$a lat_us") | $(cell "$a lat_p99_us") | $(cell "$b lat_us") | $(cell "$b lat_p99_us") | $(ratio "$a lat_us" "$b lat_us") | $(ratio "$a lat_p99_us" "$b lat_p99_us") |"
-				done
+				sparse_rows "$p" libripc_unpinned tcp_socket_unpinned
 			done
 			echo
 		fi
