@@ -109,9 +109,10 @@ static int api_sleep(struct ripc_waiter *w, struct ripc_list *on, uint64_t ns,
 	 * message came: sleep only briefly, then poll (a trywait that keeps
 	 * failing costs a wake-up per RIPC_BUSY_POLL_US, as it does the
 	 * progress thread). */
-	if (!nwatch && !ripc__engine_quiet() &&
+	if (!nwatch && (g->unquiet || !ripc__engine_quiet()) &&
 	    ns > CTX->cfg.busy_poll_us * 1000)
 		ns = CTX->cfg.busy_poll_us * 1000;
+	g->unquiet = false; /* asked once, not twice */
 	ts.tv_sec = (time_t)(ns / 1000000000ull);
 	ts.tv_nsec = (long)(ns % 1000000000ull);
 	for (unsigned i = 0; i < nwatch && i < RIPC_PROV_MAX + 1; i++)

@@ -810,6 +810,7 @@ int ripc__engine_watch_begin(struct pollfd *pfd)
 			 * caller sleeps only briefly (api_sleep, through
 			 * ripc__engine_quiet), and its next pass polls it. */
 			tp_hot(t);
+			g->unquiet = true;
 			ripc__engine_watch_end();
 			return 0;
 		}

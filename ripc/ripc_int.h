@@ -533,6 +533,7 @@ struct ripc_engine {
 	bool watcher_bell;        /* the watcher armed the doorbell */
 	uint8_t watch_tp[RIPC_PROV_MAX]; /* the transport of each watched fd */
 	uint8_t nwatch_tp;
+	bool unquiet; /* watch_begin's trywait failed: api_sleep need not ask */
 	int leave_fd;             /* timerfd: a watcher left (engine_leave),
 				   * or the last spinner stopped */
 	bool leave_set;           /* leave_fd is armed */
