@@ -184,7 +184,9 @@ static int api_sleep(struct ripc_waiter *w, struct ripc_list *on, uint64_t ns,
 static void api_spin(bool *spinning, bool yield)
 {
 	if (!*spinning) {
-		CTX->eng.spinners++;
+		/* Peers need not ring our sleepers while we poll (bell.c). */
+		if (CTX->eng.spinners++ == 0)
+			ripc__bell_hush();
 		*spinning = true;
 	}
 	ripc__unlock();
@@ -198,8 +200,10 @@ static void api_spin(bool *spinning, bool yield)
 static void api_spin_end(bool *spinning)
 {
 	if (*spinning) {
-		CTX->eng.spinners--;
 		*spinning = false;
+		/* What came after our last pass was not rung for. */
+		if (--CTX->eng.spinners == 0 && ripc__bell_unhush())
+			ripc__progress();
 		/* The last spin's clock read stands for now: the timer it
 		 * may arm is only pushed on every half interval. */
 		ripc__engine_spin_left(CTX->eng.app_active_ns);

@@ -88,6 +88,7 @@ int ripc__bell_open(void)
 	CTX->bell.fd = CTX->bell.out = -1;
 	CTX->bell.word = CTX->bell.mail = NULL;
 	CTX->bell.armed = 0;
+	CTX->bell.hushed = false;
 	for (unsigned i = 0; i < RIPC_PROV_MAX; i++)
 		same_host |= CTX->tp[i].open && CTX->tp[i].attr.same_host_only;
 	/* Only transports without a wait fd need one (shm); tcp's sockets
@@ -132,6 +133,7 @@ void ripc__bell_forget(void)
 	CTX->bell.fd = CTX->bell.out = -1;
 	CTX->bell.word = CTX->bell.mail = NULL;
 	CTX->bell.armed = 0;
+	CTX->bell.hushed = false;
 }
 
 void ripc__bell_close(void)
@@ -174,6 +176,38 @@ void ripc__bell_disarm(void)
 		return;
 	__atomic_store_n(CTX->bell.word, --CTX->bell.armed ? 1 : 0,
 			 __ATOMIC_SEQ_CST);
+}
+
+/* An application thread busy-polls the transports (api.c, api_spin): what
+ * peers send meanwhile, it finds itself.  A ring would only wake the
+ * sleepers that armed the word (the idle progress thread), and the
+ * sender pays for that wake-up in its send, in the middle of a request:
+ * after a quiet spell the client's spin waiting for the answer had the
+ * server wake its progress thread with every answer, a second thread
+ * woken on a host whose CPUs are idle.  So the first spinner clears the
+ * word (sleepers stay armed) and the last one to stop sets it again.
+ * Sleepers see no difference: while hushed, the spinner's passes find
+ * what came; after unhush, a sender that loaded the cleared word had
+ * posted before the store of 1, so the caller's pass after it finds it
+ * (the same argument as arming's, file comment).  An arming or a ring
+ * while hushed sets or clears the word as usual: at worst one ring more. */
+void ripc__bell_hush(void)
+{
+	if (!CTX->bell.word || !CTX->bell.armed || CTX->bell.hushed)
+		return;
+	CTX->bell.hushed = true;
+	__atomic_store_n(CTX->bell.word, 0, __ATOMIC_SEQ_CST);
+}
+
+bool ripc__bell_unhush(void)
+{
+	if (!CTX->bell.hushed)
+		return false;
+	CTX->bell.hushed = false;
+	if (!CTX->bell.word || !CTX->bell.armed)
+		return false; /* nobody asleep on the socket any more */
+	__atomic_store_n(CTX->bell.word, 1, __ATOMIC_SEQ_CST);
+	return true;
 }
 
 /* After handing work to a same-host peer over shm: wake it if it sleeps.

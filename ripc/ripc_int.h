@@ -152,6 +152,11 @@ int ripc__bell_fd(void);
 void ripc__bell_arm(void);
 /* After waking: stop wanting rings; the caller drains the socket. */
 void ripc__bell_disarm(void);
+/* An application thread starts busy-polling: peers need not ring the
+ * sleepers meanwhile.  unhush when the last one stops: true if sleepers
+ * are armed again, and the caller must then make one progress pass. */
+void ripc__bell_hush(void);
+bool ripc__bell_unhush(void);
 /* After posting work for a same-host peer: ring it if it sleeps.  A
  * branch for peers on other hosts. */
 void ripc__bell_ring(const struct ripc_peer *peer);
@@ -610,6 +615,7 @@ struct ripc_ctx {
 		uint32_t *word;
 		uint32_t *mail; /* bumped by peers that sent us datagrams */
 		unsigned armed; /* threads that armed it and sleep on fd */
+		bool hushed;    /* a spinner cleared the word (bell_hush) */
 	} bell;
 
 	struct ripc_mem mem;
