@@ -70,7 +70,7 @@ static socklen_t bell_addr(uint64_t incarnation, struct sockaddr_un *a)
 	a->sun_family = AF_UNIX;
 	/* sun_path[0] = 0: the abstract namespace. */
 	n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1,
-		     "ripc-bell-%u-%016llx", (unsigned)geteuid(),
+		     "ripc-bell-%u-%016llx", CTX->bell.uid,
 		     (unsigned long long)incarnation);
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
 }
@@ -80,7 +80,7 @@ static socklen_t bell_addr(uint64_t incarnation, struct sockaddr_un *a)
 int ripc__bell_open(void)
 {
 	struct sockaddr_un a;
-	socklen_t len = bell_addr(CTX->incarnation, &a);
+	socklen_t len;
 	int fd;
 
 	bool same_host = false;
@@ -89,6 +89,9 @@ int ripc__bell_open(void)
 	CTX->bell.word = CTX->bell.mail = NULL;
 	CTX->bell.armed = 0;
 	CTX->bell.hushed = false;
+	/* Not a system call per ring and per message received. */
+	CTX->bell.uid = (unsigned)geteuid();
+	len = bell_addr(CTX->incarnation, &a);
 	for (unsigned i = 0; i < RIPC_PROV_MAX; i++)
 		same_host |= CTX->tp[i].open && CTX->tp[i].attr.same_host_only;
 	/* Only transports without a wait fd need one (shm); tcp's sockets
@@ -293,7 +296,7 @@ enum ripc_bell_in ripc__bell_recv(void *buf, size_t room, size_t *len,
 		return RIPC_BELL_NO_ROOM;
 	if (mh.msg_flags & MSG_TRUNC)
 		return RIPC_BELL_TOO_LONG;
-	if (!cred || (mh.msg_flags & MSG_CTRUNC) || cred->uid != geteuid())
+	if (!cred || (mh.msg_flags & MSG_CTRUNC) || cred->uid != CTX->bell.uid)
 		return RIPC_BELL_FOREIGN;
 	*len = (size_t)n;
 	*pid = cred->pid;

@@ -204,6 +204,9 @@ static bool sweep_may_run(uint64_t now)
 	return quiet;
 }
 
+/* Set in the progress thread. */
+static RIPC_TLS bool pt_self;
+
 /* One pass: lock held.  Returns the number of events handled.  clock:
  * read the clock (run timers, poll cold costly transports) in any case. */
 static int progress_pass(bool clock)
@@ -283,8 +286,14 @@ static int progress_pass(bool clock)
 	if (ripc__tx_pending())
 		ripc__tx_flush(now ? now : ripc__now_ns());
 	if (now) {
-		/* Resolver datagrams are rare: look every millisecond. */
+		/* Resolver datagrams are rare: look every millisecond, in
+		 * the progress thread's passes (it sleeps on their sockets
+		 * too); an application thread's pass looks only where no
+		 * thread runs.  Its first clocked pass after a quiet spell
+		 * was where two empty recvfrom()s stood in the middle of a
+		 * request (strace of ripc_sparse, perf_notes.md). */
 		if (ripc__resolver_enabled() &&
+		    (pt_self || !g->thread_running) &&
 		    now - g->last_resolver_ns > 1000000) {
 			g->last_resolver_ns = now;
 			total += ripc__resolver_input();
@@ -410,6 +419,7 @@ static void *progress_main(void *arg)
 	bool armed = false;
 
 	(void)arg;
+	pt_self = true;
 	for (;;) {
 		unsigned nfd = 0, nquiet;
 		bool all_fd = true, can_wait, spin, busy, app_active, untimed;

@@ -616,6 +616,7 @@ struct ripc_ctx {
 		uint32_t *mail; /* bumped by peers that sent us datagrams */
 		unsigned armed; /* threads that armed it and sleep on fd */
 		bool hushed;    /* a spinner cleared the word (bell_hush) */
+		unsigned uid;   /* our euid, read at open: names the sockets */
 	} bell;
 
 	struct ripc_mem mem;
