@@ -1171,6 +1171,59 @@ Test(registry, slot_changes_hands)
 	child_release(&b);
 }
 
+/* A receive that busy-polls clears the doorbell's word for the sleepers
+ * armed on it (peers need not ring them: the spinner finds what comes)
+ * and the last spinner sets it again for those still armed, telling the
+ * caller to make one more pass.  A word left clear would leave an idle
+ * progress thread asleep through every later message: an event loop
+ * waiting on ripc_get_fd(3) would hang. */
+Test(registry, bell_hush_and_unhush)
+{
+	uint32_t word = 0;
+
+	CTX->bell.word = &word;
+	CTX->bell.armed = 0;
+	CTX->bell.hushed = false;
+
+	/* Nobody asleep: nothing to hush, nothing to restore. */
+	ripc__bell_hush();
+	cr_assert_eq(word, 0);
+	cr_assert(!ripc__bell_unhush(), "no pass needed");
+
+	/* The progress thread sleeps armed; a receive spins, then stops. */
+	ripc__bell_arm();
+	cr_assert_eq(word, 1);
+	ripc__bell_hush();
+	cr_assert_eq(word, 0, "peers must not ring while we spin");
+	ripc__bell_hush(); /* once hushed, stays so */
+	cr_assert_eq(word, 0);
+	cr_assert(ripc__bell_unhush(), "a pass must follow the unhush");
+	cr_assert_eq(word, 1, "the sleeper is armed again");
+	cr_assert(!ripc__bell_unhush(), "only once");
+	cr_assert_eq(word, 1);
+
+	/* The sleeper woke (and disarmed) while we spun: nobody to ring. */
+	ripc__bell_hush();
+	ripc__bell_disarm();
+	cr_assert_eq(CTX->bell.armed, 0);
+	cr_assert(!ripc__bell_unhush());
+	cr_assert_eq(word, 0);
+
+	/* Two sleepers (the thread and a watcher); one wakes meanwhile. */
+	ripc__bell_arm();
+	ripc__bell_arm();
+	ripc__bell_hush();
+	cr_assert_eq(word, 0);
+	ripc__bell_disarm(); /* sets it for the other: one ring more at worst */
+	cr_assert(ripc__bell_unhush());
+	cr_assert_eq(word, 1);
+	ripc__bell_disarm();
+	cr_assert_eq(word, 0);
+
+	CTX->bell.word = NULL;
+	CTX->bell.armed = 0;
+}
+
 Test(registry, shm_pairs_limited_both_sides)
 {
 	struct child a, b, c, d;
