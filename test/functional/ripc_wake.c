@@ -27,7 +27,20 @@
  *   -x checked   RIPC_SHM_CHECKED=1 on both sides (shm's RMA then needs
  *                the owner's progress)
  *   -x nodirect  RIPC_DIRECT_WAKE=0 on both sides
+ *   -x evloop    the server, quiet for a few milliseconds before each
+ *                request (its progress thread asleep, armed on the
+ *                doorbell), takes one request in a receive that
+ *                busy-polls through the client's think time
+ *                (RIPC_SPIN_US=400000: the doorbell is hushed meanwhile,
+ *                bell.c) and the next by waiting on ripc_get_fd(3) with
+ *                poll(), as an event loop does, which only the progress
+ *                thread can make readable.  Over shm every request taken
+ *                so must have been rung for (counted: ripc_stats'
+ *                bell_wakeups); a doorbell left hushed after the spin
+ *                leaves the thread asleep until its next deadline
  */
+#include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -59,6 +72,47 @@ static bool direct_off(void)
 	return d && !strcmp(d, "0");
 }
 
+static bool evloop(void)
+{
+	return ft.extra && !strcmp(ft.extra, "evloop");
+}
+
+/* -x evloop: the next request, taken as an event loop takes it (the
+ * receive that follows finds it queued).  Odd rounds busy-poll in the
+ * receive instead, which the long RIPC_SPIN_US keeps spinning until the
+ * request comes.  Both after a quiet spell: the progress thread arms
+ * the doorbell once 2 ms have passed without traffic. */
+static long evloop_polled, evloop_rung; /* poll rounds after a spin */
+
+static void evloop_recv(uint16_t me, struct ft_msg *m, long round)
+{
+	struct pollfd pfd = { .fd = ripc_get_fd(), .events = POLLIN };
+	struct ripc_stats a, b;
+	int r;
+
+	nanosleep(&(struct timespec){ 0, 5000000 }, NULL);
+	if (round % 2) {
+		ft_recv_ok(me, m, 60000);
+		return;
+	}
+	FT_CHECK(pfd.fd >= 0, "ripc_get_fd");
+	FT_EXPECT(ripc_stats(&a, sizeof(a)), RIPC_OK);
+	do
+		r = poll(&pfd, 1, 20000);
+	while (r < 0 && errno == EINTR);
+	FT_CHECK(r == 1, "round %ld: ripc_get_fd readable for a request "
+		 "(poll: %d): the progress thread was not woken", round, r);
+	ft_recv_ok(me, m, 0);
+	FT_EXPECT(ripc_stats(&b, sizeof(b)), RIPC_OK);
+	/* Over shm a ring woke the thread; without one it finds the
+	 * request only at its next deadline, which the poll above may
+	 * well outlast unnoticed: counted, not timed. */
+	if (round > 0) {
+		evloop_polled++;
+		evloop_rung += b.bell_wakeups > a.bell_wakeups;
+	}
+}
+
 static int server(void)
 {
 	uint16_t me = ripc_register_random_service_id();
@@ -70,8 +124,11 @@ static int server(void)
 	FT_CHECK(me != RIPC_INVALID_SERVICE_ID, "register");
 	ft_fill(reply, sizeof(reply), 7);
 	ft_ready(me);
-	for (;;) {
-		ft_recv_ok(me, &m, 60000);
+	for (long round = 0;; round++) {
+		if (evloop())
+			evloop_recv(me, &m, round);
+		else
+			ft_recv_ok(me, &m, 60000);
 		from = m.from;
 		if (ft_is_word(&m, "quit")) {
 			uint64_t v[3];
@@ -86,6 +143,17 @@ static int server(void)
 			FT_EXPECT(ripc_send_short(me, from, b, l, 1, NULL, NULL,
 						  0),
 				  RIPC_OK);
+			if (evloop() && want_bells())
+				FT_CHECK(evloop_polled > 0 &&
+						 evloop_rung == evloop_polled,
+					 "after a spin, the progress thread "
+					 "was rung for every request (%ld of "
+					 "%ld)",
+					 evloop_rung, evloop_polled);
+			if (evloop())
+				ft_log("requests taken by poll() after a "
+				       "spin: %ld, rung for: %ld",
+				       evloop_polled, evloop_rung);
 			break;
 		}
 		if (m.nl == 1) {
@@ -187,7 +255,7 @@ static int client(void)
 	if (direct_off())
 		FT_CHECK(v[2] == 0 && st.direct_wakeups == 0,
 			 "RIPC_DIRECT_WAKE=0: no direct wake-ups");
-	else
+	else if (!evloop()) /* its server never sleeps in a receive */
 		FT_CHECK(v[2] > 0, "the sleeping server was woken directly");
 	if (want_bells()) {
 		FT_CHECK(st.bell_rings > 0 && v[0] > 0,
@@ -208,6 +276,13 @@ int main(int argc, char **argv)
 		setenv("RIPC_SHM_CHECKED", "1", 1);
 	if (ft.extra && !strcmp(ft.extra, "nodirect"))
 		setenv("RIPC_DIRECT_WAKE", "0", 1);
+	if (evloop() && ft.server)
+		setenv("RIPC_SPIN_US", "400000", 1); /* > the longest think */
+	/* Nothing but the requests may wake the idle progress thread (a
+	 * resolver datagram would, and it would then find a request by
+	 * polling, unrung); both processes are on this host. */
+	if (evloop())
+		setenv("RIPC_RESOLVER", "0", 1);
 	ft_lib_init();
 	return ft.server ? server() : client();
 }

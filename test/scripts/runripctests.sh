@@ -59,6 +59,7 @@ tests=(
 	"ripc_wake|"
 	"ripc_wake|-x checked"
 	"ripc_wake|-x nodirect"
+	"ripc_wake|-x evloop"
 	"ripc_retbuf|"
 	"ripc_window|"
 	"ripc_window|-x nolib"
