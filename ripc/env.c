@@ -115,6 +115,10 @@ const struct ripc_env_var ripc__env_table[RIPC_ENV_COUNT] = {
 	[RIPC_ENV_TEST_PEERS_MAX] = { "RIPC_TEST_PEERS_MAX", "4096",
 		"Testing: the size of the peer table (remote processes known "
 		"at once), 16 to 4096." },
+	[RIPC_ENV_TEST_SPIN_END_US] = { "RIPC_TEST_SPIN_END_US", "0",
+		"Testing: pause this long (0 to 1000000) between a busy-poll's "
+		"last look at the transports and its end, while peers on this "
+		"host do not ring." },
 	[RIPC_ENV_LOCALITY] = { "RIPC_LOCALITY", "1",
 		"0: do not place library memory and the progress thread on the "
 		"NUMA node nearest the NIC; leave them to the kernel." },

@@ -80,6 +80,9 @@ void ripc__load_config(void)
 	CTX->cfg.shm_peers = v < 0 ? 0 : v > 224 ? 224 : (unsigned)v;
 	v = ripc__env_int(RIPC_ENV_TEST_PEERS_MAX);
 	CTX->cfg.peers_max = v < 16 ? 16 : v > 4096 ? 4096 : (unsigned)v;
+	v = ripc__env_int(RIPC_ENV_TEST_SPIN_END_US);
+	CTX->cfg.test_spin_end_ns = v <= 0 ? 0 : v > 1000000 ? 1000000000ull
+							     : (uint64_t)v * 1000;
 	CTX->cfg.doorbell = ripc__env_bool(RIPC_ENV_DOORBELL);
 	CTX->cfg.direct_wake = ripc__env_bool(RIPC_ENV_DIRECT_WAKE);
 	CTX->cfg.manual_progress =

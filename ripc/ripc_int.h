@@ -636,6 +636,7 @@ struct ripc_ctx {
 		unsigned rx_depth, queue_max;
 		unsigned shm_peers; /* RIPC_SHM_PEERS */
 		unsigned peers_max; /* RIPC_TEST_PEERS_MAX (4096) */
+		uint64_t test_spin_end_ns; /* RIPC_TEST_SPIN_END_US (0) */
 		bool doorbell;
 		bool direct_wake; /* RIPC_DIRECT_WAKE */
 		uint64_t return_timeout_ms;

@@ -60,6 +60,7 @@ tests=(
 	"ripc_wake|-x checked"
 	"ripc_wake|-x nodirect"
 	"ripc_wake|-x evloop"
+	"ripc_wake|-x spinedge"
 	"ripc_retbuf|"
 	"ripc_window|"
 	"ripc_window|-x nolib"
