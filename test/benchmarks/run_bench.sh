@@ -7,7 +7,8 @@
 #       test/benchmarks/run_bench.sh        # only some steps, elsewhere
 #
 # Builds the benchmarks (in $BUILD_DIR, configuring it if needed), then
-# runs REPS interleaved rounds of, for each provider (shm, tcp):
+# runs REPS interleaved rounds of, for each provider (shm, tcp), libripc
+# before raw libfabric in odd rounds and after it in even ones:
 #
 #   libripc         ripc_pingpong: short-message ping-pong, median one-way
 #                   ripc_long_bw: long send, 1 in flight, receive windows
@@ -859,26 +860,42 @@ GIT_DIRTY=$(git -C "$SRC" status --porcelain -- ripc prov include 2>/dev/null | 
 
 want() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 
+core_bw() { # ROUND PROV: libripc's long-send bandwidth steps
+	run_step "$1" "libripc-bw-$2" step_ripc_bw "$2" libripc 1 window
+	run_step "$1" "libripc-bw-rel-$2" step_ripc_bw "$2" libripc_rel 1 release
+	run_step "$1" "libripc-bw-w$BW_WINDOW-$2" step_ripc_bw "$2" "libripc_w$BW_WINDOW" "$BW_WINDOW" window
+	run_step "$1" "libripc-bw-libbuf-$2" step_ripc_bw "$2" libripc_libbuf 1 lib
+	run_step "$1" "libripc-bw-spin-$2" step_ripc_bw "$2" libripc_spin 1 window RIPC_SPIN_US=1000000
+}
+
 for ((r = 1; r <= REPS; r++)); do
 	[ -n "$RESULTS_FROM" ] && break
 	echo "# round $r" >> "$RESULTS"
 	for p in $PROVIDERS; do
+		# Odd rounds run libripc's latency before the raw step and its
+		# bandwidth after it, even rounds the other way round: an A/B
+		# of tcp long sends (perf_notes.md, 11-27) found whichever ran
+		# first in a round faster, which a fixed order turns into a
+		# bias of every ratio.
 		if want core; then
-			run_step "$r" "libripc-lat-$p" step_ripc_lat "$p"
+			[ $((r % 2)) = 1 ] &&
+				run_step "$r" "libripc-lat-$p" step_ripc_lat "$p"
+			[ $((r % 2)) = 0 ] && core_bw "$r" "$p"
 			run_step "$r" "raw-$p" step_raw "$p"
-			run_step "$r" "libripc-bw-$p" step_ripc_bw "$p" libripc 1 window
-			run_step "$r" "libripc-bw-rel-$p" step_ripc_bw "$p" libripc_rel 1 release
-			run_step "$r" "libripc-bw-w$BW_WINDOW-$p" step_ripc_bw "$p" "libripc_w$BW_WINDOW" "$BW_WINDOW" window
-			run_step "$r" "libripc-bw-libbuf-$p" step_ripc_bw "$p" libripc_libbuf 1 lib
-			run_step "$r" "libripc-bw-spin-$p" step_ripc_bw "$p" libripc_spin 1 window RIPC_SPIN_US=1000000
+			[ $((r % 2)) = 1 ] && core_bw "$r" "$p"
+			[ $((r % 2)) = 0 ] &&
+				run_step "$r" "libripc-lat-$p" step_ripc_lat "$p"
 		fi
 		if want reqrep; then
 			run_step "$r" "libripc-reqrep-retbuf-$p" step_ripc_reqrep "$p" retbuf
 			run_step "$r" "libripc-reqrep-pull-$p" step_ripc_reqrep "$p" pull
 		fi
 		if want msgrate; then
+			[ $((r % 2)) = 1 ] &&
+				run_step "$r" "raw-msgrate-$p" step_raw_msgrate "$p"
 			run_step "$r" "libripc-msgrate-$p" step_ripc_msgrate "$p"
-			run_step "$r" "raw-msgrate-$p" step_raw_msgrate "$p"
+			[ $((r % 2)) = 0 ] &&
+				run_step "$r" "raw-msgrate-$p" step_raw_msgrate "$p"
 		fi
 		if want fetch; then
 			run_step "$r" "libripc-fetch-long-$p" step_ripc_fetch "$p" long
@@ -1002,6 +1019,22 @@ ratio() { # A B: A / B with two decimals, "x" suffix
 	[ -n "$a" ] && [ -n "$b" ] || { echo "-"; return; }
 	awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.2fx\n", a / b; else print "-" }'
 }
+paired() { # A B: A / B in each round that measured both: "median (min-max) over N rounds"
+	awk -v a="$1" -v b="$2" '
+		/^# round / { r = $3; next }
+		/^#/ || NF < 6 { next }
+		{ k = $1 " " $2 " " $3 " " $4
+		  if (k == a) va[r] = $5; else if (k == b) vb[r] = $5 }
+		END {
+			n = 0
+			for (r in va) if ((r in vb) && vb[r] > 0) x[++n] = va[r] / vb[r]
+			if (n == 0) { print "-"; exit }
+			for (i = 2; i <= n; i++)  # insertion sort: a handful of rounds
+				for (j = i; j > 1 && x[j - 1] > x[j]; j--) { t = x[j]; x[j] = x[j - 1]; x[j - 1] = t }
+			m = (n % 2) ? x[(n + 1) / 2] : (x[n / 2] + x[n / 2 + 1]) / 2
+			printf "%.2fx (%.2f-%.2f) over %d rounds\n", m, x[1], x[n], n
+		}' "$RESULTS"
+}
 ratio_hi() { # A B MIN: best round of A / best round of B, and "meets" when >= MIN
 	local a=${HI[$1]:-} b=${HI[$2]:-}
 	[ -n "$a" ] && [ -n "$b" ] || { echo "-"; return; }
@@ -1058,11 +1091,11 @@ targets_12_14() {
 	for p in $PROVIDERS; do
 		a="libripc $p 8 lat_us" b="fi_rdm_msg $p 8 lat_us"
 		[ -n "${MED[$a]:-}" ] && [ -n "${MED[$b]:-}" ] &&
-			lines+=("* $p 8 B latency: $(ratio "$a" "$b") of raw fi_rdm_msg ($(le "$a" "$b" 1.10) the 1.10x target)$([ -n "${MED[fi_rdm_waitfd_msg $p 8 lat_us]:-}" ] && echo "; $(ratio "$a" "fi_rdm_waitfd_msg $p 8 lat_us") of raw with its CQ opened with a wait fd, as libripc's must be to sleep")")
+			lines+=("* $p 8 B latency: $(ratio "$a" "$b") of raw fi_rdm_msg ($(le "$a" "$b" 1.10) the 1.10x target)$([ -n "${MED[fi_rdm_waitfd_msg $p 8 lat_us]:-}" ] && echo "; $(ratio "$a" "fi_rdm_waitfd_msg $p 8 lat_us") of raw with its CQ opened with a wait fd, as libripc's must be to sleep"); round by round: $(paired "$a" "$b")")
 		for z in 65536 1048576 4194304 16777216; do
 			a="libripc $p $z bw_MBps" b="fi_rdm_pull $p $z bw_MBps"
 			[ -n "${MED[$a]:-}" ] && [ -n "${MED[$b]:-}" ] &&
-				lines+=("* $p long send $(hsize "$z"): $(ratio "$a" "$b") of raw fi_rdm_pull ($(verdict "$a" "$b" 0.90) the 0.90x target)$([ -n "${MED[fi_rdm_pullhuge $p $z bw_MBps]:-}" ] && echo "; $(ratio "$a" "fi_rdm_pullhuge $p $z bw_MBps") of the raw pull from huge pages")$([ -n "${MED[libripc_rel $p $z bw_MBps]:-}" ] && echo "; waiting for the release (libripc_rel, the raw pull's protocol): $(ratio "libripc_rel $p $z bw_MBps" "$b") ($(verdict "libripc_rel $p $z bw_MBps" "$b" 0.90))"); best round against best round: $(ratio_hi "$a" "$b" 0.90)")
+				lines+=("* $p long send $(hsize "$z"): $(ratio "$a" "$b") of raw fi_rdm_pull ($(verdict "$a" "$b" 0.90) the 0.90x target)$([ -n "${MED[fi_rdm_pullhuge $p $z bw_MBps]:-}" ] && echo "; $(ratio "$a" "fi_rdm_pullhuge $p $z bw_MBps") of the raw pull from huge pages")$([ -n "${MED[libripc_rel $p $z bw_MBps]:-}" ] && echo "; waiting for the release (libripc_rel, the raw pull's protocol): $(ratio "libripc_rel $p $z bw_MBps" "$b") ($(verdict "libripc_rel $p $z bw_MBps" "$b" 0.90))"); best round against best round: $(ratio_hi "$a" "$b" 0.90); round by round: $(paired "$a" "$b")")
 		done
 		pi=ipc
 		[ "$p" = tcp ] && pi=tcp
@@ -1770,7 +1803,11 @@ EOF
   share them.  Compare rows of one run only; run-to-run drift of 10-30 % is
   normal here.  Rounds are interleaved so that a burst of noise hits one
   sample of many programs; the foreign load line above says how loud the
-  machine was.  The peers' baseline (../shared/bench/peers/BASELINE.md) was
+  machine was.  Within a round, odd rounds run libripc's latency before
+  the raw programs and its bandwidth and message rate after them, even
+  rounds the other way round: whichever of two programs ran first in a
+  round was the faster in an A/B of tcp long sends (perf_notes.md, 11-27),
+  and a fixed order would have made that a bias of the ratios.  The peers' baseline (../shared/bench/peers/BASELINE.md) was
   taken on another day: use its numbers for orientation, not for ratios.
 * **Medians here, means elsewhere.**  Our latencies and the raw ones are
   medians of individually timed round trips; fi_pingpong (and the peers'
