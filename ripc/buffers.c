@@ -430,9 +430,34 @@ int ripc__post_slot(struct ripc_tp *t, struct ripc_slot *s)
 	return 0;
 }
 
+/* A spare for a slot the application took: posted by the next poll of
+ * t (ripc__post_owed), which in a receive's spin comes after the message
+ * was handed over, so a fi_recv is no longer between a message's arrival
+ * and its receiver (perf_notes.md, "Short messages"). */
+void ripc__owe_slot(struct ripc_tp *t, struct ripc_slot *s)
+{
+	s->next_free = t->owed;
+	t->owed = s;
+	t->nowed++;
+}
+
+void ripc__post_owed(struct ripc_tp *t)
+{
+	while (t->owed) {
+		struct ripc_slot *s = t->owed;
+
+		t->owed = s->next_free;
+		s->next_free = NULL;
+		t->nowed--;
+		/* A failed post leaves a gap that ripc__replenish fills. */
+		if (CTX->shutting_down || ripc__post_slot(t, s) != 0)
+			ripc__slot_put(s);
+	}
+}
+
 int ripc__replenish(struct ripc_tp *t)
 {
-	while (t->rx_posted < CTX->cfg.rx_depth) {
+	while (t->rx_posted + t->nowed < CTX->cfg.rx_depth) {
 		struct ripc_slot *s = ripc__slot_get();
 		int ret;
 

@@ -18,7 +18,8 @@
  * doorbell, or the spare taken for it, bell.c). */
 static void repost(struct ripc_tp *t, struct ripc_slot *s)
 {
-	if (CTX->shutting_down || t->rx_posted >= CTX->cfg.rx_depth ||
+	if (CTX->shutting_down ||
+	    t->rx_posted + t->nowed >= CTX->cfg.rx_depth ||
 	    ripc__post_slot(t, s) != 0)
 		ripc__slot_put(s);
 }
@@ -87,10 +88,11 @@ static void deliver_short(struct ripc_tp *t, struct ripc_slot *s,
 
 	if (!svc)
 		goto drop;
-	/* The slot goes to the application: post a replacement first, or
+	/* The slot goes to the application: take a replacement first, or
 	 * drop the message if there is none (bounded memory).  A slot that
-	 * was not posted (doorbell mail) needs none. */
-	if (in->nshort && t->rx_posted < CTX->cfg.rx_depth &&
+	 * was not posted (doorbell mail) needs none.  The replacement is
+	 * posted by the transport's next poll (ripc__owe_slot). */
+	if (in->nshort && t->rx_posted + t->nowed < CTX->cfg.rx_depth &&
 	    !(spare = ripc__slot_get())) {
 		CTX->stats.drops_queue_full++;
 		goto drop;
@@ -122,7 +124,7 @@ static void deliver_short(struct ripc_tp *t, struct ripc_slot *s,
 		s->state = SLOT_HELD;
 		s->tp = -1;
 		if (spare)
-			repost(t, spare);
+			ripc__owe_slot(t, spare);
 	} else {
 		repost(t, s);
 	}

@@ -217,6 +217,8 @@ static int transports_open(void)
 		t->tx_max = t->attr.tx_depth > 8 ? t->attr.tx_depth / 2 : 4;
 		t->tx_inflight = 0;
 		t->rx_posted = 0;
+		t->owed = NULL;
+		t->nowed = 0;
 		t->open = true;
 		CTX->ntp++;
 		ripc__log(RIPC_LOG_INFO, "transport %s open (%s)",
@@ -239,6 +241,10 @@ static void transports_close(void)
 		if (t->open)
 			t->ops->close(t->p);
 		t->open = false;
+		/* Spares not yet posted are free slots of the arenas that
+		 * ripc__mem_unmap takes away next. */
+		t->owed = NULL;
+		t->nowed = 0;
 	}
 	CTX->ntp = 0;
 }

@@ -247,6 +247,8 @@ static int progress_pass(bool clock)
 		    (!now || now - t->last_poll_ns < COLD_POLL_NS))
 			continue;
 		t->last_poll_ns = approx;
+		if (t->owed)
+			ripc__post_owed(t);
 		for (int round = 0; round < POLL_ROUNDS; round++) {
 			int n = t->ops->poll(t->p, cqe, POLL_BATCH);
 
@@ -263,7 +265,8 @@ static int progress_pass(bool clock)
 			if (n < POLL_BATCH)
 				break;
 		}
-		if (t->rx_posted < CTX->cfg.rx_depth && !CTX->shutting_down)
+		if (t->rx_posted + t->nowed < CTX->cfg.rx_depth &&
+		    !CTX->shutting_down)
 			ripc__replenish(t);
 	}
 	if (CTX->sweep_due && total == 0 && sweep_may_run(approx))

@@ -263,6 +263,11 @@ struct ripc_tp {
 	size_t tx_inflight; /* posted sends/reads/writes not yet completed */
 	size_t tx_max;
 	unsigned rx_posted;
+	/* Spares taken for slots handed to the application (dispatch.c),
+	 * posted at the start of this transport's next poll rather than
+	 * while the message waits to be taken: off the receive's path. */
+	struct ripc_slot *owed;
+	unsigned nowed;
 	uint64_t last_event_ns; /* last completion seen */
 	uint64_t last_poll_ns;
 	unsigned npeers;        /* peers on this transport */
@@ -749,6 +754,8 @@ struct ripc_slot *ripc__slot_of(const void *p);
 /* ripc_buf_free of a received message's buffer (short_items[0]). */
 void ripc__slot_release_held(struct ripc_slot *s);
 int ripc__post_slot(struct ripc_tp *t, struct ripc_slot *s);
+void ripc__owe_slot(struct ripc_tp *t, struct ripc_slot *s);
+void ripc__post_owed(struct ripc_tp *t);
 int ripc__replenish(struct ripc_tp *t);
 void *ripc__desc_for(int tp, const void *p, size_t len);
 struct ripc_lreg *ripc__lreg_add(void *base, size_t len, int *err);
