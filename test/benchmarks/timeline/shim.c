@@ -1,6 +1,7 @@
 /*
- * timeline shim: an LD_PRELOAD library that timestamps a process's socket
- * and wait system calls (and libripc's send and receive calls), so that the
+ * timeline shim: an LD_PRELOAD library that timestamps a process's socket,
+ * wait and timer system calls (and libripc's send and receive calls), so
+ * that the
  * phases of one transfer can be lined up across the two processes of a
  * benchmark pair (both use CLOCK_MONOTONIC).  Side experiment of
  * perf_notes.md, built and run by timeline.sh; not part of the library.
@@ -19,6 +20,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,6 +41,7 @@ static const char *const names[] = {
 	"sendmsg", "sendto", "recvfrom", "recvmsg", "read", "write",
 	"epoll_wait", "ppoll", "poll", "send", "recv", "readv", "writev",
 	"ripc_send_long", "ripc_send_short", "ripc_receive_timeout",
+	"timerfd_settime", "sched_yield",
 };
 
 static uint64_t now_ns(void)
@@ -144,3 +147,9 @@ WRAP(uint8_t, ripc_receive_timeout, 15,
      (uint16_t a, uint16_t *b, void ***c, uint32_t **d, uint16_t *e,
       void ***f, uint32_t **g, uint16_t *h, int i),
      (a, b, c, d, e, f, g, h, i), i)
+/* A timerfd_settime that reprograms the CPU's timer was 12-23 us on this VM
+ * (perf_notes.md, "a timer on the answer's path"). */
+WRAP(int, timerfd_settime, 16,
+     (int fd, int fl, const struct itimerspec *n, struct itimerspec *o),
+     (fd, fl, n, o), fd)
+WRAP(int, sched_yield, 17, (void), (), 0)

@@ -3,7 +3,8 @@
 # tcp: libripc's ripc_long_bw (one in flight, the server answers) and the
 # raw pull (fi_rma_bench -U), each pair run under an LD_PRELOAD shim that
 # timestamps the socket and wait calls of both processes (shim.c).  Prints
-# the median (p25-p75) of each phase in microseconds.  The shim slows every
+# the median (p25-p75, p90, mean) of each phase in microseconds, and the
+# timer and yield calls per request.  The shim slows every
 # call a little (two clock reads), so compare the two systems with each
 # other, not with run_bench.sh's figures.  Side experiment of perf_notes.md.
 #
@@ -113,11 +114,18 @@ phases_srv() { # REQ ANS
 	$2 == "E" && issend($3) && $4 == ans && as { print "D3\tanswer send syscall\t" ($1 - as) / 1000; as = 0 }
 	'
 }
-quantiles() { # reads "key<TAB>phase<TAB>value" lines; median (p25-p75) per phase
+quantiles() { # reads "key<TAB>phase<TAB>value" lines; median (p25-p75, p90, mean) per phase
 	sort -t "$(printf '\t')" -k1,1 -k3,3g | awk -F '\t' '
-	function flush() { if (n) printf "  %-32s %8.2f us  (p25 %.2f, p75 %.2f; n=%d)\n", name, v[int(n / 2)], v[int(n / 4)], v[int(3 * n / 4)], n; n = 0 }
-	{ if ($2 != name) { flush(); name = $2 } v[n++] = $3 }
+	function flush() { if (n) printf "  %-32s %8.2f us  (p25 %.2f, p75 %.2f, p90 %.2f; mean %.2f; n=%d)\n", name, v[int(n / 2)], v[int(n / 4)], v[int(3 * n / 4)], v[int(9 * n / 10)], sum / n, n; n = 0; sum = 0 }
+	{ if ($2 != name) { flush(); name = $2 } v[n++] = $3; sum += $3 }
 	END { flush() }'
+}
+# Calls that may stall a step (a tail the medians above do not show): per
+# process and thread, how many there were per request and how long they took.
+stalls() { # FILE REQUESTS WHO
+	awk -v n="$2" -v who="$3" '
+	$4 == "timerfd_settime" || $4 == "sched_yield" { k = $4 " (thread " $3 ")"; c[k]++; t[k] += ($2 - $1) / 1000; if (($2 - $1) / 1000 > m[k]) m[k] = ($2 - $1) / 1000 }
+	END { for (k in c) printf "  %s %-34s %6.3f per request, mean %.2f us, max %.1f\n", who, k, c[k] / (n ? n : 1), t[k] / c[k], m[k] }' "$1"
 }
 
 for r in $(seq "$rounds"); do
@@ -131,5 +139,8 @@ for r in $(seq "$rounds"); do
 		{ points "$cf" | phases_cli "$req" "$ans" "$size"
 		  points "$sf" | phases_srv "$req" "$ans"; } |
 			quantiles
+		nreq=$(awk -v req="$req" '($4 == "send" || $4 == "sendto" || $4 == "sendmsg") && $6 == req' "$cf" | wc -l)
+		stalls "$cf" "$nreq" client
+		stalls "$sf" "$nreq" server
 	done
 done
