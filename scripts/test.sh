@@ -72,8 +72,10 @@ run_make_check() { # <builddir> <label>
 run_suite() { # <builddir> <label> <providers...>
 	local b=$1 label=$2; shift 2
 	local out=$log/$label.suite
+	# A failure's line and the indented lines of its processes' output.
 	test/scripts/runripctests.sh -b "$b/test/functional" "$@" | tee "$out" |
-		grep -vE '^    ' | grep -E 'Fail|Notrun' || true
+		awk '/ (Fail|Notrun) /{show=/ Fail /; print; next}
+		     /^    /{if (show) print; next} {show=0}' || true
 	local last p f
 	last=$(tail -n 1 "$out")
 	p=$(echo "$last" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p')
@@ -201,7 +203,9 @@ run_example tcp
 run_directory() { # <builddir> <label>
 	local out=$log/$2.directory p f
 	test/scripts/directory.sh -b "$1/test/functional" 2>/dev/null |
-		tee "$out" | grep -E '^[a-z].*(Fail|Notrun)' || true
+		tee "$out" |
+		awk '/^[a-z].* (Fail|Notrun)/{show=/ Fail/; print; next}
+		     /^    /{if (show) print; next} {show=0}' || true
 	p=$(tail -n 1 "$out" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p')
 	f=$(tail -n 1 "$out" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p')
 	[ -z "$p" ] && { p=0; f=1; }
