@@ -426,22 +426,15 @@ static bool leave_sleep_on(const struct pollfd *pfd, unsigned nquiet)
 		return false;
 	if (read(g->leave_fd, &v, sizeof(v)) < 0)
 		(void)0; /* a later arming already reset it */
+	ripc__lock();
 	now = ripc__now_ns();
-	if (!ripc__trylock()) {
-		/* An application thread is in the library right now: active.
-		 * Not waiting for the lock spares it a futex wake-up (and us
-		 * two context switches) on its way out.  Finalize, meanwhile,
-		 * pokes wake_fd, which ends this sleep. */
-		due = now + ns;
-	} else {
-		if (!CTX->shutting_down && g->pt_untimed && g->leave_set) {
-			if (g->spinners)
-				due = now + ns;
-			else if (now - g->app_active_ns < ns)
-				due = g->app_active_ns + ns;
-		}
-		ripc__unlock();
+	if (!CTX->shutting_down && g->pt_untimed && g->leave_set) {
+		if (g->spinners)
+			due = now + ns;
+		else if (now - g->app_active_ns < ns)
+			due = g->app_active_ns + ns;
 	}
+	ripc__unlock();
 	/* Outside the lock: a settime that reprograms the CPU's timer takes
 	 * as long as tens of receives, which must not wait for it. */
 	return due && arm_leave_at(due);

@@ -678,15 +678,6 @@ static inline void ripc__lock(void)
 	pthread_mutex_lock(&CTX->lock);
 	__atomic_store_n(&CTX->lock_owner, pthread_self(), __ATOMIC_RELAXED);
 }
-/* The lock if it is free: false (not taken) while another thread holds
- * it. */
-static inline bool ripc__trylock(void)
-{
-	if (pthread_mutex_trylock(&CTX->lock))
-		return false;
-	__atomic_store_n(&CTX->lock_owner, pthread_self(), __ATOMIC_RELAXED);
-	return true;
-}
 static inline void ripc__unlock(void)
 {
 	__atomic_store_n(&CTX->lock_owner, (pthread_t)0, __ATOMIC_RELAXED);
