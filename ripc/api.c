@@ -226,7 +226,9 @@ static bool api_spin_end(bool *spinning)
 		if (CTX->cfg.test_spin_end_ns)
 			api_pause_unlocked(CTX->cfg.test_spin_end_ns);
 		pass = --CTX->eng.spinners == 0 && ripc__bell_unhush();
-		ripc__engine_spin_left();
+		/* The last spin's clock read stands for now: the timer it
+		 * may arm is only pushed on every half interval. */
+		ripc__engine_spin_left(CTX->eng.app_active_ns);
 	}
 	return pass;
 }

@@ -404,42 +404,6 @@ static bool all_fd_tp(void)
 	return true;
 }
 
-static bool arm_leave_at(uint64_t due);
-
-/* The thread slept without a timer while application threads spun, and
- * only leave_fd (pfd[nquiet]) fired: the last spinner to stop armed it
- * one interval on (ripc__engine_spin_left), and nobody pushed it on
- * since.  If an application thread spins now, or was active within the
- * interval, arm it again one interval after that and sleep on (true): a
- * wake-up of this thread per interval while they keep coming back, in
- * place of a timerfd_settime on their path every half interval.  False:
- * another fd fired, or they have been gone an interval: take over. */
-static bool leave_sleep_on(const struct pollfd *pfd, unsigned nquiet)
-{
-	struct ripc_engine *g = &CTX->eng;
-	uint64_t ns = CTX->cfg.poll_interval_us * 1000, v, now, due = 0;
-
-	for (unsigned k = 0; k < nquiet; k++)
-		if (pfd[k].revents)
-			return false;
-	if (!(pfd[nquiet].revents & POLLIN))
-		return false;
-	if (read(g->leave_fd, &v, sizeof(v)) < 0)
-		(void)0; /* a later arming already reset it */
-	ripc__lock();
-	now = ripc__now_ns();
-	if (!CTX->shutting_down && g->pt_untimed && g->leave_set) {
-		if (g->spinners)
-			due = now + ns;
-		else if (now - g->app_active_ns < ns)
-			due = g->app_active_ns + ns;
-	}
-	ripc__unlock();
-	/* Outside the lock: a settime that reprograms the CPU's timer takes
-	 * as long as tens of receives, which must not wait for it. */
-	return due && arm_leave_at(due);
-}
-
 /*
  * The progress thread.  Each round: one pass; if it found nothing, choose
  * how to wait.  Application threads busy-polling or active a moment ago:
@@ -591,10 +555,8 @@ static void *progress_main(void *arg)
 		/* Asleep on the transports below (a receive about to sleep
 		 * moves us off them: ripc__engine_watch_begin). */
 		g->pt_watching = can_wait && !app_active;
-		/* While application threads spin, no timer of our own: the
-		 * last one to stop arms leave_fd if it is not armed
-		 * (ripc__engine_spin_left), and we arm it again when it fires
-		 * while they keep coming back (leave_sleep_on).  Only while
+		/* While application threads spin, no timer: the last one to
+		 * stop arms leave_fd (ripc__engine_spin_left).  Only while
 		 * one spins: a thread that polled a moment ago and left arms
 		 * nothing, so then the timer stays. */
 		g->pt_untimed = g->spinners > 0 && g->leave_fd >= 0;
@@ -618,12 +580,10 @@ static void *progress_main(void *arg)
 			 * timer, when one of them goes to sleep (wake_fd), or
 			 * when a resolver datagram arrives.  While one spins,
 			 * the timer is leave_fd, which the last spinner arms
-			 * when it stops; when it fires we look whether they
-			 * were active since and sleep on, a wake-up every
-			 * interval while they keep coming back.  Pushing it
-			 * on from their side instead put a timerfd_settime of
-			 * 12-23 us on a receive's path every few hundred
-			 * microseconds (perf_notes.md). */
+			 * when it stops and pushes on while threads keep
+			 * coming back: a wake-up every interval would preempt
+			 * the spinning thread on its CPU, and take the lock
+			 * from it, for nothing (perf_notes.md). */
 			unsigned np = nquiet;
 
 			wait_us = CTX->cfg.poll_interval_us;
@@ -636,9 +596,7 @@ static void *progress_main(void *arg)
 							     .events = POLLIN };
 				tsp = NULL;
 			}
-			while (ppoll(pfd, np, tsp, NULL) > 0 && untimed &&
-			       leave_sleep_on(pfd, nquiet))
-				;
+			ppoll(pfd, np, tsp, NULL);
 			after_poll(pfd, nquiet);
 			continue;
 		}
@@ -913,31 +871,22 @@ void ripc__engine_watch_end(void)
 	}
 }
 
-/* Arm leave_fd to fire at the monotonic time due; false (and the thread
+/* Arm leave_fd to fire one poll interval from now; false (and the thread
  * kicked instead, so that it is not left asleep) if that failed. */
-static bool arm_leave_at(uint64_t due)
+static bool arm_leave(void)
 {
 	struct ripc_engine *g = &CTX->eng;
+	uint64_t ns = CTX->cfg.poll_interval_us * 1000;
 
 	if (g->leave_fd < 0 ||
-	    timerfd_settime(g->leave_fd, TFD_TIMER_ABSTIME,
+	    timerfd_settime(g->leave_fd, 0,
 			    &(struct itimerspec){
-				    .it_value = { (time_t)(due / 1000000000ull),
-						  (long)(due % 1000000000ull) } },
+				    .it_value = { (time_t)(ns / 1000000000ull),
+						  (long)(ns % 1000000000ull) } },
 			    NULL) < 0) {
 		ripc__engine_kick();
 		return false;
 	}
-	return true;
-}
-
-/* Arm leave_fd to fire one poll interval from now. */
-static bool arm_leave(void)
-{
-	struct ripc_engine *g = &CTX->eng;
-
-	if (!arm_leave_at(ripc__now_ns() + CTX->cfg.poll_interval_us * 1000))
-		return false;
 	g->leave_set = true;
 	return true;
 }
@@ -956,23 +905,21 @@ void ripc__engine_leave(void)
 		g->delegated = false;
 }
 
-void ripc__engine_spin_left(void)
+void ripc__engine_spin_left(uint64_t now)
 {
 	struct ripc_engine *g = &CTX->eng;
+	uint64_t ns = CTX->cfg.poll_interval_us * 1000;
 
 	if (!g->pt_untimed || g->spinners)
 		return;
-	/* Armed already: not pushed on from here.  When it fires, the
-	 * thread looks whether an application thread was active meanwhile
-	 * and, if so, arms it again itself (leave_sleep_on).  Pushing it on
-	 * here, even at most every half interval, put a timerfd_settime
-	 * that reprograms the CPU's timer on the receiving thread's path
-	 * every few hundred microseconds under traffic: 12-23 us each on
-	 * this VM, a tenth of a tcp long-send pair's bandwidth
-	 * (perf_notes.md). */
-	if (g->leave_set)
+	/* Armed, and not due within half an interval: a thread that comes
+	 * back and stops again pushes it on at most every half interval,
+	 * one timerfd_settime, not one per message. */
+	if (g->leave_set && g->leave_due > now + ns / 2)
 		return;
-	if (!arm_leave())
+	if (arm_leave())
+		g->leave_due = now + ns;
+	else
 		g->pt_untimed = false;
 }
 

@@ -547,10 +547,10 @@ struct ripc_engine {
 	int leave_fd;             /* timerfd: a watcher left (engine_leave),
 				   * or the last spinner stopped */
 	bool leave_set;           /* leave_fd is armed */
+	uint64_t leave_due;       /* when it fires, if armed for a spinner */
 	/* The progress thread sleeps without a timer while application
-	 * threads spin: the last one to stop arms leave_fd if it is not
-	 * (ripc__engine_spin_left), and the thread, woken by it, arms it
-	 * again while they keep coming back (leave_sleep_on). */
+	 * threads spin: the last one to stop arms leave_fd
+	 * (ripc__engine_spin_left). */
 	bool pt_untimed;
 	struct ripc_stats published; /* as last put in the registry */
 	unsigned poll_calls;
@@ -732,13 +732,12 @@ void ripc__engine_watch_end(void);
  * next pass polls them whatever the clock says.  Lock held. */
 void ripc__engine_watch_woke(const struct pollfd *pfd, unsigned n);
 void ripc__engine_leave(void);
-/* The calling thread stopped spinning (lock held).  If it was the last
- * and the progress thread sleeps without a timer meanwhile, the thread
- * comes back within RIPC_POLL_INTERVAL_US of the last application
- * thread's activity (leave_fd: armed here if it is not; never pushed on
- * from here, the thread arms it again when it fires early).  Costs
- * nothing otherwise. */
-void ripc__engine_spin_left(void);
+/* The calling thread stopped spinning (lock held; now: a recent clock
+ * read).  If it was the last and the progress thread sleeps without a
+ * timer meanwhile, the thread comes back within RIPC_POLL_INTERVAL_US
+ * unless somebody spins again (leave_fd; pushed on at most every half
+ * interval).  Costs nothing otherwise. */
+void ripc__engine_spin_left(uint64_t now);
 int ripc__engine_start(void);
 /* Without the lock, after shutting_down is set: joins the threads. */
 void ripc__engine_stop(void);
