@@ -1,9 +1,8 @@
 /*
  * timeline shim: an LD_PRELOAD library that timestamps a process's socket,
  * wait and timer system calls (and libripc's send and receive calls), so
- * that the
- * phases of one transfer can be lined up across the two processes of a
- * benchmark pair (both use CLOCK_MONOTONIC).  Side experiment of
+ * that the phases of one transfer can be lined up across the two processes
+ * of a benchmark pair (both use CLOCK_MONOTONIC).  Side experiment of
  * perf_notes.md, built and run by timeline.sh; not part of the library.
  *
  * Each call is recorded as "t_enter_ns t_leave_ns tid call fd-or-arg ret"

@@ -2,11 +2,11 @@
 # timeline.sh - where the time of one long send goes, phase by phase, over
 # tcp: libripc's ripc_long_bw (one in flight, the server answers) and the
 # raw pull (fi_rma_bench -U), each pair run under an LD_PRELOAD shim that
-# timestamps the socket and wait calls of both processes (shim.c).  Prints
-# the median (p25-p75, p90, mean) of each phase in microseconds, and the
-# timer and yield calls per request.  The shim slows every
-# call a little (two clock reads), so compare the two systems with each
-# other, not with run_bench.sh's figures.  Side experiment of perf_notes.md.
+# timestamps the socket, wait and timer calls of both processes (shim.c).
+# Prints the median (p25-p75, p90, mean) of each phase in microseconds, and
+# the timer and yield calls per request.  The shim slows every call a little
+# (two clock reads), so compare the two systems with each other, not with
+# run_bench.sh's figures.  Side experiment of perf_notes.md.
 #
 #   test/benchmarks/timeline/timeline.sh [-S bytes] [-t seconds] [-r rounds] [ripc|raw]...
 #
