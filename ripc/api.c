@@ -181,13 +181,16 @@ static int api_sleep(struct ripc_waiter *w, struct ripc_list *on, uint64_t ns,
  * past a same-host round trip over shm, the peer waits at most that. */
 #define SPIN_YIELD_NS 10000ull
 
-static void api_spin(bool *spinning, bool yield)
+static void api_spin(bool *spinning, uint64_t now, bool yield)
 {
 	if (!*spinning) {
 		/* Peers need not ring our sleepers while we poll (bell.c). */
 		if (CTX->eng.spinners++ == 0)
 			ripc__bell_hush();
 		*spinning = true;
+		/* The progress thread's timer for when we stop, set now
+		 * while we wait rather than when the message is here. */
+		ripc__engine_spin_begin(now);
 	}
 	ripc__unlock();
 	if (yield)
@@ -226,8 +229,9 @@ static bool api_spin_end(bool *spinning)
 		if (CTX->cfg.test_spin_end_ns)
 			api_pause_unlocked(CTX->cfg.test_spin_end_ns);
 		pass = --CTX->eng.spinners == 0 && ripc__bell_unhush();
-		/* The last spin's clock read stands for now: the timer it
-		 * may arm is only pushed on every half interval. */
+		/* The last spin's clock read stands for now: the timer
+		 * (armed as the spin began) is only pushed on every half
+		 * interval. */
 		ripc__engine_spin_left(CTX->eng.app_active_ns);
 	}
 	return pass;
@@ -676,7 +680,7 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 			 * the progress thread to a sleeping caller cost
 			 * 10-25 % of long-send bandwidth).  The progress
 			 * thread keeps away while we spin. */
-			api_spin(&spinning,
+			api_spin(&spinning, now,
 				 now - start >= SPIN_YIELD_NS);
 			continue;
 		}
@@ -793,7 +797,7 @@ RIPC_API uint8_t ripc_wait_released(const void *buf, int timeout_ms)
 		 * our progress (handing it to the progress thread and being
 		 * woken by it cost a third of the bandwidth at 64 KiB). */
 		if (now < spin_until || (now < spin_pull_until && exposed)) {
-			api_spin(&spinning,
+			api_spin(&spinning, now,
 				 now - start >= SPIN_YIELD_NS);
 			continue;
 		}

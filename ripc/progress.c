@@ -437,8 +437,12 @@ static void *progress_main(void *arg)
 		}
 		g->sleep_until = 0;
 		g->pt_watching = g->delegated = g->pt_untimed = false;
-		if (g->leave_set) {
-			/* Disarmed: a watcher may have left meanwhile. */
+		if (g->leave_set && g->leave_due <= ripc__now_ns()) {
+			/* Fired, or about to: disarmed (and its count
+			 * cleared).  One still ahead stays: a spinner armed
+			 * it before its spin ended (ripc__engine_spin_begin),
+			 * and we may be about to sleep on it; else it fires
+			 * once where nobody polls it and is cleared here. */
 			timerfd_settime(g->leave_fd, 0,
 					&(struct itimerspec){ { 0, 0 }, { 0, 0 } },
 					NULL);
@@ -555,9 +559,10 @@ static void *progress_main(void *arg)
 		/* Asleep on the transports below (a receive about to sleep
 		 * moves us off them: ripc__engine_watch_begin). */
 		g->pt_watching = can_wait && !app_active;
-		/* While application threads spin, no timer: the last one to
-		 * stop arms leave_fd (ripc__engine_spin_left).  Only while
-		 * one spins: a thread that polled a moment ago and left arms
+		/* While application threads spin, no timer but leave_fd,
+		 * armed as they begin and pushed on by the last to stop
+		 * (ripc__engine_spin_begin, _spin_left).  Only while one
+		 * spins: a thread that polled a moment ago and left arms
 		 * nothing, so then the timer stays. */
 		g->pt_untimed = g->spinners > 0 && g->leave_fd >= 0;
 		untimed = g->pt_untimed;
@@ -579,9 +584,10 @@ static void *progress_main(void *arg)
 			 * about to; stay out of their way, check back on a
 			 * timer, when one of them goes to sleep (wake_fd), or
 			 * when a resolver datagram arrives.  While one spins,
-			 * the timer is leave_fd, which the last spinner arms
-			 * when it stops and pushes on while threads keep
-			 * coming back: a wake-up every interval would preempt
+			 * the timer is leave_fd, which spinners arm as they
+			 * begin and push on while they keep coming back (it
+			 * fires during a spin only if that spin outlasts half
+			 * an interval): a wake-up every interval would preempt
 			 * the spinning thread on its CPU, and take the lock
 			 * from it, for nothing (perf_notes.md). */
 			unsigned np = nquiet;
@@ -877,6 +883,9 @@ static bool arm_leave(void)
 {
 	struct ripc_engine *g = &CTX->eng;
 	uint64_t ns = CTX->cfg.poll_interval_us * 1000;
+	/* Read before: the timer fires at or after leave_due, so the
+	 * thread woken by it finds it due (and clears it). */
+	uint64_t due = ripc__now_ns() + ns;
 
 	if (g->leave_fd < 0 ||
 	    timerfd_settime(g->leave_fd, 0,
@@ -888,6 +897,7 @@ static bool arm_leave(void)
 		return false;
 	}
 	g->leave_set = true;
+	g->leave_due = due;
 	return true;
 }
 
@@ -917,10 +927,22 @@ void ripc__engine_spin_left(uint64_t now)
 	 * one timerfd_settime, not one per message. */
 	if (g->leave_set && g->leave_due > now + ns / 2)
 		return;
-	if (arm_leave())
-		g->leave_due = now + ns;
-	else
+	if (!arm_leave())
 		g->pt_untimed = false;
+}
+
+void ripc__engine_spin_begin(uint64_t now)
+{
+	struct ripc_engine *g = &CTX->eng;
+	uint64_t ns = CTX->cfg.poll_interval_us * 1000;
+
+	/* Whether or not the thread sleeps on the timer yet: it may start
+	 * to while we spin (woken by a doorbell message, say), and then
+	 * spin_left needs it armed.  Where nobody polls it, it fires
+	 * unheard and the thread clears it. */
+	if (g->leave_fd < 0 || (g->leave_set && g->leave_due > now + ns / 2))
+		return;
+	arm_leave();
 }
 
 static void watchdog_start(void)

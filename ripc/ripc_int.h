@@ -545,12 +545,13 @@ struct ripc_engine {
 	uint8_t nwatch_tp;
 	bool unquiet; /* watch_begin's trywait failed: api_sleep need not ask */
 	int leave_fd;             /* timerfd: a watcher left (engine_leave),
-				   * or the last spinner stopped */
+				   * or spinners began (spin_begin) and
+				   * the last stopped (spin_left) */
 	bool leave_set;           /* leave_fd is armed */
-	uint64_t leave_due;       /* when it fires, if armed for a spinner */
-	/* The progress thread sleeps without a timer while application
-	 * threads spin: the last one to stop arms leave_fd
-	 * (ripc__engine_spin_left). */
+	uint64_t leave_due;       /* when it fires, if armed */
+	/* The progress thread sleeps on no timer but leave_fd while
+	 * application threads spin: armed as they begin, pushed on when
+	 * the last stops (ripc__engine_spin_begin, _spin_left). */
 	bool pt_untimed;
 	struct ripc_stats published; /* as last put in the registry */
 	unsigned poll_calls;
@@ -733,11 +734,17 @@ void ripc__engine_watch_end(void);
 void ripc__engine_watch_woke(const struct pollfd *pfd, unsigned n);
 void ripc__engine_leave(void);
 /* The calling thread stopped spinning (lock held; now: a recent clock
- * read).  If it was the last and the progress thread sleeps without a
- * timer meanwhile, the thread comes back within RIPC_POLL_INTERVAL_US
- * unless somebody spins again (leave_fd; pushed on at most every half
- * interval).  Costs nothing otherwise. */
+ * read).  If it was the last and the progress thread sleeps on leave_fd
+ * meanwhile, the thread comes back within RIPC_POLL_INTERVAL_US unless
+ * somebody spins again (leave_fd; pushed on at most every half interval,
+ * and mostly armed already by spin_begin).  Costs nothing otherwise. */
 void ripc__engine_spin_left(uint64_t now);
+/* The calling thread starts spinning (lock held; now: a recent clock
+ * read): leave_fd is armed one interval ahead unless it is armed for
+ * more than half an interval already, so that spin_left, when the
+ * message is there, finds it armed and makes no system call (a
+ * timerfd_settime cost 10-20 us on the receive's path, perf_notes.md). */
+void ripc__engine_spin_begin(uint64_t now);
 int ripc__engine_start(void);
 /* Without the lock, after shutting_down is set: joins the threads. */
 void ripc__engine_stop(void);
