@@ -2,7 +2,9 @@
  * The progress thread takes over when the application stops calling into
  * the library, also right after a receive that busy-polled (ripc(7),
  * RIPC_POLL_INTERVAL_US): while a receive busy-polls, the progress thread
- * sleeps without a timer, and the receive arms it as it stops.  Over tcp
+ * sleeps on no timer but the one the receive armed as its spin began; in
+ * a spin longer than the interval that one fires meanwhile, and the
+ * receive must arm it again as it stops.  Over tcp
  * a long send is pulled only while the sender's process makes progress
  * (libfabric's manual progress serves the receiver's reads), so a
  * progress thread left asleep shows as a pull that never ends.
@@ -10,7 +12,8 @@
  * Each of -I rounds: the client sends "wait", and the server answers
  * WAIT_MS later; the client's receive busy-polls all that time
  * (RIPC_SPIN_US is raised for it), long enough for its progress thread to
- * look, find it polling and go to sleep without a timer.  Right after the
+ * look, find it polling and go to sleep on that timer, and to find it
+ * polling again when the timer fires.  Right after the
  * answer the client long-sends SIZE bytes and stays out of the library
  * (a busy loop) until the server has the message (a counter shared
  * through $RIPC_TEST_DIR), at most BUSY_S seconds; then it takes the
