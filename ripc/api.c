@@ -200,6 +200,17 @@ static void api_spin(bool *spinning, uint64_t now, bool yield)
 	api_lock();
 }
 
+/* The latest clock reading at hand, without reading the clock: the last
+ * progress pass's or an application call's, whichever is later.  Lock
+ * held. */
+static uint64_t recent_now(void)
+{
+	const struct ripc_engine *g = &CTX->eng;
+
+	return g->clock_ns > g->app_active_ns ? g->clock_ns
+					      : g->app_active_ns;
+}
+
 /* Testing (RIPC_TEST_SPIN_END_US): widen the window between a spin's
  * last pass and its end, where peers send without ringing. */
 static void api_pause_unlocked(uint64_t ns)
@@ -627,7 +638,12 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 	/* Not answering now: done messages held back for answers go. */
 	if (!ripc_list_empty(&CTX->pl.dones))
 		ripc__done_flush(0);
-	start = last = ripc__now_ns();
+	/* The clock is read where it is needed: a read costs ~25 ns here,
+	 * a twentieth of a short message's one-way time (perf_notes.md).
+	 * A positive timeout counts from the call's start; without one, a
+	 * receive that finds its message in its first 8 passes reads none,
+	 * and the spin budgets count from the first read. */
+	start = last = timeout_ms > 0 ? ripc__now_ns() : 0;
 	deadline = timeout_ms < 0 ? UINT64_MAX
 				  : start + ripc__ms_ns(timeout_ms);
 	spin_until = start + CTX->cfg.spin_ns;
@@ -653,6 +669,13 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 			err = RIPC_EAGAIN; /* a poll found nothing */
 			break;
 		}
+		if (!spinning && !start && CTX->cfg.spin_ns) {
+			/* No deadline: the spin begins on the send's (or last
+			 * pass's) clock reading, and its first clock read
+			 * comes 8 rounds on, with the others. */
+			api_spin(&spinning, recent_now(), false);
+			continue;
+		}
 		if (spinning && (++spins & 7)) {
 			/* Between clock reads: keep spinning. */
 			ripc__unlock();
@@ -662,6 +685,16 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 		}
 		uint64_t now = last = ripc__now_ns();
 
+		if (!start) {
+			start = now;
+			spin_until = start + CTX->cfg.spin_ns;
+			spin_pull_until = start + CTX->cfg.spin_pull_ns;
+			/* The reading the spin began on may be old (a send
+			 * before a long computation): the timer is checked
+			 * again, still while we wait. */
+			if (spinning)
+				ripc__engine_spin_begin(now);
+		}
 		g->app_active_ns = now;
 		if (now >= deadline) {
 			/* A last look at every transport: the pass above may
@@ -715,8 +748,15 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 	if (api_spin_end(&spinning))
 		ripc__progress(); /* for the others: ours is taken */
 	/* The last clock read stands for "now" unless we slept: a clock read
-	 * costs as much as a tenth of a receive that finds its message. */
-	g->app_active_ns = g->app_recv_ns = slept ? ripc__now_ns() : last;
+	 * costs as much as a tenth of a receive that finds its message.
+	 * Without one, the last pass's (or send's) reading does: recent
+	 * while calls come quickly, and only old (the thread then takes
+	 * the transports back sooner) when they do not. */
+	if (slept)
+		last = ripc__now_ns();
+	else if (!last)
+		last = recent_now();
+	g->app_active_ns = g->app_recv_ns = last;
 	if (m) {
 		err = ripc__recv_hand_over(m, &out);
 		if (err == RIPC_ENOMEM)
