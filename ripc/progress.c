@@ -915,17 +915,22 @@ void ripc__engine_leave(void)
 		g->delegated = false;
 }
 
+/* Armed, and not due within half an interval of now: a thread that comes
+ * back and stops again pushes the timer on at most every half interval,
+ * one timerfd_settime, not one per message. */
+static bool leave_armed_ahead(uint64_t now)
+{
+	const struct ripc_engine *g = &CTX->eng;
+
+	return g->leave_set &&
+	       g->leave_due > now + CTX->cfg.poll_interval_us * 500;
+}
+
 void ripc__engine_spin_left(uint64_t now)
 {
 	struct ripc_engine *g = &CTX->eng;
-	uint64_t ns = CTX->cfg.poll_interval_us * 1000;
 
-	if (!g->pt_untimed || g->spinners)
-		return;
-	/* Armed, and not due within half an interval: a thread that comes
-	 * back and stops again pushes it on at most every half interval,
-	 * one timerfd_settime, not one per message. */
-	if (g->leave_set && g->leave_due > now + ns / 2)
+	if (!g->pt_untimed || g->spinners || leave_armed_ahead(now))
 		return;
 	if (!arm_leave())
 		g->pt_untimed = false;
@@ -933,14 +938,11 @@ void ripc__engine_spin_left(uint64_t now)
 
 void ripc__engine_spin_begin(uint64_t now)
 {
-	struct ripc_engine *g = &CTX->eng;
-	uint64_t ns = CTX->cfg.poll_interval_us * 1000;
-
 	/* Whether or not the thread sleeps on the timer yet: it may start
 	 * to while we spin (woken by a doorbell message, say), and then
 	 * spin_left needs it armed.  Where nobody polls it, it fires
 	 * unheard and the thread clears it. */
-	if (g->leave_fd < 0 || (g->leave_set && g->leave_due > now + ns / 2))
+	if (CTX->eng.leave_fd < 0 || leave_armed_ahead(now))
 		return;
 	arm_leave();
 }
