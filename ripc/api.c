@@ -181,6 +181,42 @@ static int api_sleep(struct ripc_waiter *w, struct ripc_list *on, uint64_t ns,
  * past a same-host round trip over shm, the peer waits at most that. */
 #define SPIN_YIELD_NS 10000ull
 
+/* A spin's budget (RIPC_SPIN_US) counts time spent waiting, not time
+ * spent working.  Over tcp a peer's read of our long send is answered
+ * inside a progress pass: one 1 MiB sendmsg took 230-300 us, more than
+ * the budget, so the receive that waited for the peer's answer slept and
+ * was woken 10-40 us later, in a third of 1 MiB long sends
+ * (perf_notes.md).  So an interval between two clock readings of a
+ * receive that stands out from those before it (SPIN_WORK_RATIO times
+ * the last ordinary one, and more than SPIN_WORK_NS: eight empty rounds
+ * take at most ~25 us here) moves the spin's end on by its length, up to
+ * `cap` (the longest spin, RIPC_SPIN_PULL_US).  Only one interval in a
+ * row: when the next is as long, that is the thread's pace (valgrind, an
+ * overloaded host) and the budget runs out as before. */
+#define SPIN_WORK_NS 50000ull
+#define SPIN_WORK_RATIO 4
+
+void ripc__spin_clock_read(struct ripc_spin_clock *c, uint64_t now,
+			   uint64_t *until, uint64_t cap)
+{
+	uint64_t gap = now - c->last;
+	bool work = c->last && !c->work && gap > SPIN_WORK_NS &&
+		    (!c->usual || gap > SPIN_WORK_RATIO * c->usual);
+
+	if (work && *until < cap)
+		*until = *until + gap < cap ? *until + gap : cap;
+	else if (c->last && !work)
+		c->usual = gap;
+	c->work = work;
+	c->last = now;
+}
+
+static uint64_t spin_longest(void)
+{
+	return CTX->cfg.spin_pull_ns > CTX->cfg.spin_ns ? CTX->cfg.spin_pull_ns
+							: CTX->cfg.spin_ns;
+}
+
 static void api_spin(bool *spinning, uint64_t now, bool yield)
 {
 	if (!*spinning) {
@@ -626,7 +662,8 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 	struct ripc_engine *g = &CTX->eng;
 	struct ripc_service *svc = NULL;
 	struct ripc_msg *m = NULL;
-	uint64_t start, last, deadline, spin_until, spin_pull_until;
+	uint64_t start, last, deadline, spin_until, spin_pull_until, spin_cap;
+	struct ripc_spin_clock sc;
 	bool spinning = false, slept = false;
 	unsigned spins = 0;
 	int err;
@@ -648,6 +685,8 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 				  : start + ripc__ms_ns(timeout_ms);
 	spin_until = start + CTX->cfg.spin_ns;
 	spin_pull_until = start + CTX->cfg.spin_pull_ns;
+	spin_cap = start + spin_longest();
+	sc = (struct ripc_spin_clock){ .last = start };
 
 	for (;;) {
 		/* Looked up afresh every time: it may have gone meanwhile. */
@@ -685,10 +724,12 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 		}
 		uint64_t now = last = ripc__now_ns();
 
+		ripc__spin_clock_read(&sc, now, &spin_until, spin_cap);
 		if (!start) {
 			start = now;
 			spin_until = start + CTX->cfg.spin_ns;
 			spin_pull_until = start + CTX->cfg.spin_pull_ns;
+			spin_cap = start + spin_longest();
 			/* The reading the spin began on may be old (a send
 			 * before a long computation): the timer is checked
 			 * again, still while we wait. */
@@ -740,6 +781,7 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 				  (unsigned)nwatch);
 
 		slept = true;
+		sc.last = 0; /* asleep is neither */
 		if (r < 0) {
 			err = RIPC_EINTR;
 			break;
@@ -799,6 +841,7 @@ RIPC_API uint8_t ripc_wait_released(const void *buf, int timeout_ms)
 {
 	struct ripc_engine *g = &CTX->eng;
 	uint64_t start, deadline, spin_until, spin_pull_until;
+	struct ripc_spin_clock sc;
 	bool spinning = false;
 	int err;
 
@@ -811,6 +854,7 @@ RIPC_API uint8_t ripc_wait_released(const void *buf, int timeout_ms)
 				  : start + ripc__ms_ns(timeout_ms);
 	spin_until = start + CTX->cfg.spin_ns;
 	spin_pull_until = start + CTX->cfg.spin_pull_ns;
+	sc = (struct ripc_spin_clock){ .last = start };
 	for (;;) {
 		struct ripc_waiter *w;
 		uint64_t now;
@@ -827,6 +871,8 @@ RIPC_API uint8_t ripc_wait_released(const void *buf, int timeout_ms)
 			break;
 		}
 		now = g->app_active_ns = ripc__now_ns();
+		ripc__spin_clock_read(&sc, now, &spin_until,
+				      start + spin_longest());
 		if (now >= deadline) {
 			err = RIPC_ETIMEDOUT;
 			break;
@@ -854,6 +900,7 @@ RIPC_API uint8_t ripc_wait_released(const void *buf, int timeout_ms)
 			err = RIPC_EINTR;
 			break;
 		}
+		sc.last = 0; /* asleep is neither */
 	}
 	if (api_spin_end(&spinning))
 		ripc__progress();

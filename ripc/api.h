@@ -19,4 +19,22 @@ int ripc__api_enter_running(void);
 /* Uncount, unlock; returns err, recorded as the thread's last error. */
 int ripc__api_leave(int err);
 
+/* A spin's budget counts time spent waiting, not working (api.c, where
+ * the rule is explained): readings of the clock go through here.  last
+ * is the previous reading (0: none to compare with, as after a sleep);
+ * usual the last interval taken as waiting; work whether the last
+ * interval was taken as work. */
+struct ripc_spin_clock {
+	uint64_t last;
+	uint64_t usual;
+	bool work;
+};
+
+/* Takes the reading `now`: an interval that stands out (more than
+ * SPIN_WORK_NS and SPIN_WORK_RATIO times the usual one, and not right
+ * after another such) moves *until on by its length, but not past cap.
+ * Never blocks; no lock needed (the state is the caller's). */
+void ripc__spin_clock_read(struct ripc_spin_clock *c, uint64_t now,
+			   uint64_t *until, uint64_t cap);
+
 #endif

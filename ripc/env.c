@@ -35,7 +35,9 @@ const struct ripc_env_var ripc__env_table[RIPC_ENV_COUNT] = {
 		"thread: a library thread drives transfers; manual: only calls "
 		"into the library do (see ripc_progress(3))." },
 	[RIPC_ENV_SPIN_US] = { "RIPC_SPIN_US", "200",
-		"Microseconds a blocking receive polls before it sleeps." },
+		"Microseconds a blocking receive polls before it sleeps, "
+		"counting time spent waiting, not in passes that worked (see "
+		"ripc(7))." },
 	[RIPC_ENV_SPIN_PULL_US] = { "RIPC_SPIN_PULL_US", "20000",
 		"Microseconds a blocking receive may keep polling, beyond "
 		"RIPC_SPIN_US, while a long message for its service is being "
