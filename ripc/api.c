@@ -840,7 +840,7 @@ RIPC_API int ripc_buf_exposed(const void *buf)
 RIPC_API uint8_t ripc_wait_released(const void *buf, int timeout_ms)
 {
 	struct ripc_engine *g = &CTX->eng;
-	uint64_t start, deadline, spin_until, spin_pull_until;
+	uint64_t start, deadline, spin_until, spin_pull_until, spin_cap;
 	struct ripc_spin_clock sc;
 	bool spinning = false;
 	int err;
@@ -854,6 +854,7 @@ RIPC_API uint8_t ripc_wait_released(const void *buf, int timeout_ms)
 				  : start + ripc__ms_ns(timeout_ms);
 	spin_until = start + CTX->cfg.spin_ns;
 	spin_pull_until = start + CTX->cfg.spin_pull_ns;
+	spin_cap = start + spin_longest();
 	sc = (struct ripc_spin_clock){ .last = start };
 	for (;;) {
 		struct ripc_waiter *w;
@@ -871,8 +872,7 @@ RIPC_API uint8_t ripc_wait_released(const void *buf, int timeout_ms)
 			break;
 		}
 		now = g->app_active_ns = ripc__now_ns();
-		ripc__spin_clock_read(&sc, now, &spin_until,
-				      start + spin_longest());
+		ripc__spin_clock_read(&sc, now, &spin_until, spin_cap);
 		if (now >= deadline) {
 			err = RIPC_ETIMEDOUT;
 			break;
