@@ -26,7 +26,10 @@ struct stamps {
 	uint64_t row[STAMPS_ROWS][STAMPS_COLS];
 	int i;
 	uint64_t tsc0, ns0;
-	uint64_t poll_prev, poll_last; /* starts of the last two CQ reads */
+	struct {
+		const void *cq;
+		uint64_t prev, last; /* starts of its last two reads */
+	} poll[4];             /* per CQ: libripc polls shm's and tcp's */
 };
 extern struct stamps stamps;
 /* In exactly one file of each program. */
@@ -66,20 +69,38 @@ static inline void stamps_dump(void)
 			stamps.row[stamps.i][k] = __rdtsc();            \
 	} while (0)
 
-/* Before each fi_cq_read. */
-#define STAMP_POLL()                                  \
+/* The entry of cq in stamps.poll (the last one when all are taken). */
+static inline int stamps_cq(const void *cq)
+{
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		if (stamps.poll[i].cq == cq)
+			return i;
+		if (!stamps.poll[i].cq) {
+			stamps.poll[i].cq = cq;
+			return i;
+		}
+	}
+	return i;
+}
+
+/* Before each fi_cq_read of cq. */
+#define STAMP_POLL(cq)                                \
 	do {                                          \
-		stamps.poll_prev = stamps.poll_last;  \
-		stamps.poll_last = __rdtsc();         \
+		int _c = stamps_cq(cq);               \
+		stamps.poll[_c].prev = stamps.poll[_c].last; \
+		stamps.poll[_c].last = __rdtsc();     \
 	} while (0)
 
-/* The CQ read that returned a completion (with STAMP(5)): it and the one
- * before it began at columns 11 and 10. */
-#define STAMP_POLLS()                                                    \
+/* The read of cq that returned a completion (with STAMP(5)): it and the
+ * read of the same CQ before it began at columns 11 and 10. */
+#define STAMP_POLLS(cq)                                                  \
 	do {                                                             \
+		int _c = stamps_cq(cq);                                  \
 		if (stamps.i < STAMPS_ROWS && !stamps.row[stamps.i][11]) { \
-			stamps.row[stamps.i][10] = stamps.poll_prev;     \
-			stamps.row[stamps.i][11] = stamps.poll_last;     \
+			stamps.row[stamps.i][10] = stamps.poll[_c].prev; \
+			stamps.row[stamps.i][11] = stamps.poll[_c].last; \
 		}                                                        \
 	} while (0)
 

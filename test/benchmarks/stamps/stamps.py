@@ -9,9 +9,10 @@ warm-up left out).  Points (stamps.patch):
   8 the pass handled it         9 the pass's transport loop ended
   6 the receive took the message (ripc__msg_take)
   7 ripc_receive returns
-  10, 11 the starts of the CQ read before the one that returned the
-         completion (5), and of that one: the spin's period, and how
-         long the read took to return it
+  10, 11 the starts of the read of the same CQ before the one that
+         returned the completion (5), and of that one: the spin's
+         period (libripc polls shm's and tcp's CQs in one pass; each
+         CQ's reads are timed apart), and how long the read took
 The raw program stamps 2, 3 and 5 only (its fi_recv repost lies between 5
 and the next 2).  This VM's TSC reads advance in steps of 26 cycles
 (10 ns): medians come in tens of ns, the trimmed means say more."""
