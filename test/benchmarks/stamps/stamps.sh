@@ -9,6 +9,8 @@
 #
 #   test/benchmarks/stamps/stamps.sh [-p shm|tcp] [-S bytes] [-r rounds] [-t seconds]
 #
+# -S: a size both programs send with fi_inject (8 by default; only that
+# path carries stamps 2 and 3).
 # The scratch build is kept in build-stamps/ (rebuilt when HEAD, the patch
 # or stamps.h change).
 set -uo pipefail
@@ -21,7 +23,7 @@ while getopts "p:S:r:t:" o; do
 	S) size=$OPTARG ;;
 	r) rounds=$OPTARG ;;
 	t) secs=$OPTARG ;;
-	*) sed -n '2,12p' "$0"; exit 2 ;;
+	*) sed -n '2,15p' "$0"; exit 2 ;;
 	esac
 done
 B=$src/build-stamps
