@@ -23,9 +23,21 @@
  * (10 ms) of CQ polling, on both sides: a new peer's first exchange took
  * 24 ms; with 1 ms, 17 ms (ripc_firstcontact -p tcp, A/B twice).  The cost
  * is one EQ read per millisecond of polling.  rxm under verbs reads it too. */
+/* Over tcp rxm's "dynamic receive buffers" (on by default) turn its SAR
+ * protocol off, so every message above the eager limit is rendezvous: the
+ * receiver reads the data with RMA and completes the receive only then,
+ * after a smaller message that followed it and completed at once.  Short
+ * messages from one sender then arrived out of order (ripc_frag, 4
+ * senders: message 3 delivered before 0-2), against ripc(7).  Off, rxm
+ * sends messages up to 8 eager limits (139264 bytes, above any libripc
+ * message) as segments on the connection, in order; rendezvous is left to
+ * larger ones, which libripc never sends.  One-way, pinned, A/B x3:
+ * 20 KiB 33 -> 16.5 us, 64 KiB 47 -> 42, 16 KiB 11.9 -> 12.6-13.1 (a copy
+ * out of rxm's buffer), 8 B and 1 KiB unchanged; RSS unchanged. */
 static const char *const tcp_env[] = { "FI_OFI_RXM_MSG_RX_SIZE=256",
 				       "FI_OFI_RXM_BUFFER_SIZE=17408",
 				       "FI_OFI_RXM_CM_PROGRESS_INTERVAL=1000",
+				       "FI_OFI_RXM_ENABLE_DYN_RBUF=0",
 				       NULL };
 
 const struct ripc_ofi_row ripc__tcp_row = {

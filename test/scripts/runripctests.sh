@@ -45,6 +45,7 @@ tests=(
 	"ripc_register|"
 	"ripc_resolve|"
 	"ripc_short|-I 300"
+	"ripc_frag|-I 400"
 	"ripc_long|-x lib -I 12"
 	"ripc_long|-x lib -I 1 -S 1073741824"
 	"ripc_long|-x window -I 6"
