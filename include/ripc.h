@@ -234,6 +234,9 @@ struct ripc_stats {
 	 * to the sender, or sent alone after all; and done messages
 	 * received inside a short message. */
 	uint64_t dones_carried, dones_alone, dones_carried_recv;
+	/* Messages sent to, and received from, same-host peers as trains
+	 * of shm injects (RIPC_FRAG_MAX, see ripc(7) TRANSPORTS). */
+	uint64_t frag_msgs_sent, frag_msgs_recv;
 };
 /* Copies min(size, sizeof(struct ripc_stats)) bytes of counters. */
 uint8_t ripc_stats(struct ripc_stats *stats, size_t size);

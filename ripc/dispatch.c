@@ -16,7 +16,7 @@
 /* A slot done with goes back to the transport, unless the transport
  * has its receives posted (the slot of a message that came through the
  * doorbell, or the spare taken for it, bell.c). */
-static void repost(struct ripc_tp *t, struct ripc_slot *s)
+void ripc__slot_repost(struct ripc_tp *t, struct ripc_slot *s)
 {
 	if (CTX->shutting_down ||
 	    t->rx_posted + t->nowed >= CTX->cfg.rx_depth ||
@@ -33,7 +33,7 @@ void ripc__recv_slot_done(struct ripc_tp *t, struct ripc_slot *s, int err,
 	if (err) {
 		/* Canceled at close, or a transport error: the buffer itself
 		 * is fine. */
-		repost(t, s);
+		ripc__slot_repost(t, s);
 		return;
 	}
 	ripc__dispatch(t, s, len);
@@ -126,12 +126,12 @@ static void deliver_short(struct ripc_tp *t, struct ripc_slot *s,
 		if (spare)
 			ripc__owe_slot(t, spare);
 	} else {
-		repost(t, s);
+		ripc__slot_repost(t, s);
 	}
 	ripc__msg_ready(m);
 	return;
 drop:
-	repost(t, s);
+	ripc__slot_repost(t, s);
 }
 
 static void handle_long(struct ripc_tp *t, const struct ripc_wire_in *in)
@@ -262,7 +262,7 @@ static bool decode(struct ripc_tp *t, struct ripc_slot *s, size_t len,
 		CTX->stats.drops_malformed++;
 		ripc__log_rl(RIPC_LOG_INFO, "%s: dropped message: %s",
 			     t->attr.name, ripc__wire_strerror(werr));
-		repost(t, s);
+		ripc__slot_repost(t, s);
 		return false;
 	}
 	return true;
@@ -275,6 +275,9 @@ void ripc__dispatch(struct ripc_tp *t, struct ripc_slot *s, size_t len)
 {
 	struct ripc_wire_in in;
 
+	if (ripc__wire_maybe_frag(s->buf, len) &&
+	    !ripc__frag_input(t, &s, &len))
+		return;
 	if (decode(t, s, len, &in))
 		dispatch_in(t, s, &in);
 }
@@ -296,7 +299,7 @@ void ripc__dispatch_mail(struct ripc_tp *t, struct ripc_slot *s, size_t len,
 			     "doorbell: pid %d is not incarnation %016llx: "
 			     "dropped", (int)pid,
 			     (unsigned long long)in.src_inc);
-		repost(t, s);
+		ripc__slot_repost(t, s);
 		return;
 	}
 	dispatch_in(t, s, &in);
@@ -310,7 +313,7 @@ static void dispatch_in(struct ripc_tp *t, struct ripc_slot *s,
 	if (in->dst_inc != CTX->incarnation) {
 		/* Meant for an earlier process at this address. */
 		CTX->stats.drops_stale++;
-		repost(t, s);
+		ripc__slot_repost(t, s);
 		return;
 	}
 	switch (in->type) {
@@ -335,5 +338,5 @@ static void dispatch_in(struct ripc_tp *t, struct ripc_slot *s,
 		handle_nack(in);
 		break;
 	}
-	repost(t, s);
+	ripc__slot_repost(t, s);
 }

@@ -82,6 +82,11 @@ const struct ripc_env_var ripc__env_table[RIPC_ENV_COUNT] = {
 		"instead of going alone; sent alone at the latest then, or when "
 		"the receiver next calls ripc_receive (0: always at once, at "
 		"most 1000000)." },
+	[RIPC_ENV_FRAG_MAX] = { "RIPC_FRAG_MAX", "20k",
+		"Largest message (header included) sent to a peer on this host "
+		"as a train of 4096-byte shm injects instead of one send, which "
+		"libfabric's shm moves by CMA (see ripc(7) TRANSPORTS); 0: "
+		"never." },
 	[RIPC_ENV_RETURN_TIMEOUT_MS] = { "RIPC_RETURN_TIMEOUT_MS", "30000",
 		"How long offered return buffers stay exposed if unused." },
 	[RIPC_ENV_RESOLVER] = { "RIPC_RESOLVER", "1",

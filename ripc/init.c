@@ -85,6 +85,9 @@ void ripc__load_config(void)
 							     : (uint64_t)v * 1000;
 	CTX->cfg.doorbell = ripc__env_bool(RIPC_ENV_DOORBELL);
 	CTX->cfg.direct_wake = ripc__env_bool(RIPC_ENV_DIRECT_WAKE);
+	v = ripc__env_int(RIPC_ENV_FRAG_MAX);
+	CTX->cfg.frag_max = v < 0 ? 0 : v > RIPC_WIRE_MAX ? RIPC_WIRE_MAX
+							  : (uint32_t)v;
 	CTX->cfg.manual_progress =
 		!strcmp(ripc__env_str(RIPC_ENV_PROGRESS), "manual");
 }
@@ -392,6 +395,7 @@ static const struct ripc_module modules[] = {
 	{ "peers", NULL, ripc__peers_fini, NULL },
 	{ "exposures", NULL, ripc__expose_fini, NULL },
 	{ "transmit queue", NULL, ripc__tx_fini, NULL },
+	{ "fragments", NULL, ripc__frag_fini, NULL },
 	{ "return buffers", NULL, ripc__retbuf_fini, NULL },
 	{ "pulls", NULL, ripc__pull_fini, NULL },
 	{ "windows", NULL, ripc__windows_fini, NULL },

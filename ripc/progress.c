@@ -168,6 +168,8 @@ static void timers(uint64_t now)
 	next = min64(next, ripc__retbuf_timers(now));
 	next = min64(next, CTX->pl.done_next);
 	next = min64(next, ripc__resolver_timers(now));
+	if (CTX->fr.n)
+		next = min64(next, ripc__frag_timers(now));
 	if (CTX->sweep_retry_ns) {
 		if (now >= CTX->sweep_retry_ns)
 			CTX->sweep_due = true;

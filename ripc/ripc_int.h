@@ -428,6 +428,7 @@ struct ripc_txreq {
 	struct ripc_peer *peer;  /* held */
 	struct ripc_slot *slot;  /* the encoded message */
 	size_t len;
+	uint32_t off;            /* sent in fragments: bytes gone so far */
 	uint64_t deadline;
 	uint64_t expo[2];        /* exposures to end if it is never sent */
 	struct ripc_waiter *waiter;
@@ -514,6 +515,20 @@ struct ripc_recv_state {
 	unsigned queued_total;    /* ready messages over all services */
 	int app_fd;               /* eventfd of ripc_get_fd(), or -1 */
 	bool app_fd_set;          /* its counter is non-zero */
+};
+
+/* Messages arriving in fragments (frag.c): each held in the slot of its
+ * first fragment until the rest is in. */
+#define RIPC_FRAG_PARTIALS 64
+struct ripc_frag_state {
+	struct ripc_partial {
+		uint64_t src_inc;
+		struct ripc_slot *s; /* the first fragment's, SLOT_HELD */
+		uint32_t total, got;
+		int8_t tp;
+		uint64_t deadline;
+	} p[RIPC_FRAG_PARTIALS];
+	unsigned n;
 };
 
 /* ---- the engine (progress.c) ---------------------------------------- */
@@ -632,6 +647,7 @@ struct ripc_ctx {
 	struct ripc_retbuf_state rb;
 	struct ripc_pull_state pl;
 	struct ripc_recv_state rx;
+	struct ripc_frag_state fr;
 	struct ripc_engine eng;
 
 	/* configuration, loaded at initialisation */
@@ -648,6 +664,7 @@ struct ripc_ctx {
 		uint64_t return_timeout_ms;
 		uint64_t pull_mem_max, read_chunk;
 		uint64_t done_delay_ns; /* RIPC_DONE_DELAY_US */
+		uint32_t frag_max;      /* RIPC_FRAG_MAX */
 		bool manual_progress;
 	} cfg;
 
@@ -924,6 +941,15 @@ struct ripc_recv_out {
  * back).  Frees it otherwise. */
 int ripc__recv_hand_over(struct ripc_msg *m, const struct ripc_recv_out *o);
 void ripc__dispatch(struct ripc_tp *t, struct ripc_slot *s, size_t len);
+/* Give a received slot back to t's receives (or to the pool). */
+void ripc__slot_repost(struct ripc_tp *t, struct ripc_slot *s);
+/* Framing (frag.c), before the decoder: true with (*s, *len) a whole
+ * message to decode; false when the slot was consumed (a fragment kept
+ * or copied, or refused). */
+bool ripc__frag_input(struct ripc_tp *t, struct ripc_slot **s, size_t *len);
+/* Drop messages whose fragments stopped coming; the next deadline. */
+uint64_t ripc__frag_timers(uint64_t now);
+void ripc__frag_fini(void);
 /* A message that came through the doorbell socket (bell.c) from process
  * pid: dispatched as if it came over t once its sender proves to be the
  * process the registry knows by the incarnation it claims.  The slot is

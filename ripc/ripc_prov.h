@@ -70,6 +70,10 @@ struct ripc_prov_attr {
 	bool same_host_only;     /* reaches only processes on this host */
 	bool checks_rma_keys;    /* target verifies key/bounds (not shm fast) */
 	bool costly_poll;        /* a CQ poll makes syscalls (tcp: sockets) */
+	/* A send above inject_size is slow (shm 1.17 moves it by CMA, the
+	 * receiver answering before it completes): the core sends messages
+	 * up to RIPC_FRAG_MAX as trains of injects instead (frag.c). */
+	bool frag_injects;
 	/* An RMA read needs the data owner's progress, and one to a process
 	 * that ended stays in flight for ever and stalls the endpoint's later
 	 * reads and sends (shm without CMA: libfabric 1.17 completes shm's

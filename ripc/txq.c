@@ -17,8 +17,14 @@
  *
  * Messages up to the transport's inject size are injected (the buffer is
  * free again at once); larger ones are sent from a registered bounce slot
- * that their SEND completion frees.
+ * that their SEND completion frees, except that on a transport whose
+ * larger sends are slow (shm) those up to RIPC_FRAG_MAX go as a train of
+ * injects (frag.c, wire.h): the first one the message's first bytes, each
+ * next one a continuation header and the next bytes.  A train stalled by
+ * the transport is queued with what has gone, and the rest follows before
+ * any later message to that peer.
  */
+#include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,17 +62,79 @@ static int after_post(struct ripc_peer *peer, const void *buf, size_t len,
 	return ret;
 }
 
-/* One attempt to post an encoded message from slot s: 0 (s is the
- * transport's until its completion, or free again if injected or sent
- * through the doorbell), -EAGAIN, or another negative errno (s is still
- * the caller's). */
-static int post_once(struct ripc_peer *peer, struct ripc_slot *s, size_t len)
+static bool frag_pays(const struct ripc_tp *t, size_t len)
+{
+	return t->attr.frag_injects && len <= CTX->cfg.frag_max &&
+	       len > t->attr.inject_size &&
+	       t->attr.inject_size > 2 * RIPC_WIRE_HDR;
+}
+
+/* Post what is left of a train from slot s, *off bytes of it gone: 0 when
+ * all went (s is free again), -EAGAIN with *off advanced, or another
+ * negative errno. */
+static int post_frags(struct ripc_peer *peer, struct ripc_slot *s, size_t len,
+		      uint32_t *off)
+{
+	struct ripc_tp *t = &CTX->tp[peer->tp];
+	size_t room = t->attr.inject_size < 4096 ? t->attr.inject_size : 4096;
+	uint8_t buf[4096] __attribute__((aligned(8)));
+	uint64_t src_inc, dst_inc;
+	int ret = 0;
+
+	if (*off == 0) {
+		ripc__wire_frag_mark(s->buf, true);
+		ret = t->ops->inject(t->p, peer->handle, s->buf, room);
+		ripc__wire_frag_mark(s->buf, false); /* whole again */
+		if (ret) {
+			/* Nothing went: as any message, whole through the
+			 * doorbell if the pair is not linked yet. */
+			ret = after_post(peer, s->buf, len, ret);
+			if (ret == 0)
+				ripc__slot_put(s);
+			return ret;
+		}
+		peer->linked = true;
+		*off = (uint32_t)room;
+	}
+	memcpy(&src_inc, s->buf + 8, 8); /* as encoded: no byte swaps */
+	memcpy(&dst_inc, s->buf + 16, 8);
+	while (*off < len) {
+		uint32_t n = (uint32_t)(len - *off < room - RIPC_WIRE_HDR
+						? len - *off
+						: room - RIPC_WIRE_HDR);
+		size_t flen = ripc__wire_frag_encode(buf, le64toh(src_inc),
+						     le64toh(dst_inc), *off,
+						     s->buf + *off, n);
+
+		ret = t->ops->inject(t->p, peer->handle, buf, flen);
+		if (ret)
+			goto out;
+		*off += n;
+	}
+	CTX->stats.frag_msgs_sent++;
+	ripc__slot_put(s);
+out:
+	/* Rung when the rest went, and when shm pushes back: it refuses
+	 * until the peer makes progress (after_post). */
+	if (ret == 0 || ret == -EAGAIN)
+		ripc__bell_ring(peer);
+	return ret;
+}
+
+/* One attempt to post an encoded message from slot s (*off bytes of it
+ * gone already as fragments): 0 (s is the transport's until its
+ * completion, or free again if injected or sent through the doorbell),
+ * -EAGAIN, or another negative errno (s is still the caller's). */
+static int post_once(struct ripc_peer *peer, struct ripc_slot *s, size_t len,
+		     uint32_t *off)
 {
 	struct ripc_tp *t = &CTX->tp[peer->tp];
 	struct iovec iov;
 	void *desc;
 	int ret;
 
+	if (*off || (ripc__peer_mapped_us(peer) && frag_pays(t, len)))
+		return post_frags(peer, s, len, off);
 	if (!ripc__peer_mapped_us(peer)) {
 		/* It has not mapped us yet (peer.c). */
 		ret = after_post(peer, s->buf, len, -EAGAIN);
@@ -123,6 +191,7 @@ int ripc__tx_send(struct ripc_peer *peer, const struct ripc_wire_out *m,
 	struct ripc_txreq *r;
 	struct ripc_slot *s;
 	bool tried = false;
+	uint32_t off = 0;
 	int ret;
 
 	if (len == 0)
@@ -139,7 +208,7 @@ int ripc__tx_send(struct ripc_peer *peer, const struct ripc_wire_out *m,
 		return RIPC_ENOMEM;
 	ripc__wire_encode_sized(m, s->buf, len);
 	if (peer->nqueued == 0 && !tried) {
-		ret = post_once(peer, s, len);
+		ret = post_once(peer, s, len, &off);
 		if (ret != -EAGAIN) {
 			if (ret)
 				ripc__slot_put(s);
@@ -154,6 +223,7 @@ int ripc__tx_send(struct ripc_peer *peer, const struct ripc_wire_out *m,
 	r->peer = ripc__peer_hold(peer);
 	r->slot = s;
 	r->len = len;
+	r->off = off;
 	r->deadline = deadline;
 	if (expo) {
 		r->expo[0] = expo[0];
@@ -253,7 +323,7 @@ void ripc__tx_flush(uint64_t now)
 			leave(r, TXR_FAILED, RIPC_ETIMEDOUT);
 			continue;
 		}
-		ret = post_once(r->peer, r->slot, r->len);
+		ret = post_once(r->peer, r->slot, r->len, &r->off);
 		if (ret == -EAGAIN) {
 			r->peer->flush_gen = gen;
 			continue;

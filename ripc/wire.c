@@ -331,3 +331,68 @@ const char *ripc__wire_strerror(int err)
 
 	return (err >= 0 && err < RIPC_WIRE_ERR_MAX) ? s[err] : "?";
 }
+
+/* ---- framing ---------------------------------------------------------- */
+
+enum ripc_wire_frag_kind ripc__wire_frag_peek(const void *buf, size_t len,
+					      size_t max_total,
+					      struct ripc_wire_frag *f)
+{
+	const uint8_t *p = buf;
+	uint16_t flags;
+
+	/* Not framing at all, or not ours: the decoder says why. */
+	if (len < RIPC_WIRE_HDR || get16(p) != RIPC_WIRE_MAGIC ||
+	    p[2] != RIPC_WIRE_VERSION)
+		return RIPC_FRAG_NONE;
+	flags = get16(p + 34);
+	f->src_inc = get64(p + 8);
+	if (p[3] == RIPC_MT_FRAG) {
+		/* A continuation: bytes after its header, everything else
+		 * zero, its length the bytes received. */
+		if (get32(p + 24) != len || len == RIPC_WIRE_HDR || flags ||
+		    get16(p + 4) || get16(p + 6) || get16(p + 28) ||
+		    get16(p + 30) || get16(p + 32) || get64(p + 40))
+			return RIPC_FRAG_BAD;
+		f->off = get32(p + 36);
+		f->len = (uint32_t)(len - RIPC_WIRE_HDR);
+		f->total = 0;
+		return RIPC_FRAG_NEXT;
+	}
+	if (!(flags & RIPC_WF_FRAG))
+		return RIPC_FRAG_NONE;
+	/* A first fragment announces more than it carries, and no more
+	 * than a whole message can be. */
+	f->total = get32(p + 24);
+	if (f->total <= len || f->total > max_total)
+		return RIPC_FRAG_BAD;
+	f->off = 0;
+	f->len = (uint32_t)len;
+	return RIPC_FRAG_FIRST;
+}
+
+void ripc__wire_frag_mark(void *buf, bool first)
+{
+	uint8_t *p = buf;
+	uint16_t flags = get16(p + 34);
+
+	put16(p + 34, first ? (uint16_t)(flags | RIPC_WF_FRAG)
+			    : (uint16_t)(flags & ~RIPC_WF_FRAG));
+}
+
+size_t ripc__wire_frag_encode(void *buf, uint64_t src_inc, uint64_t dst_inc,
+			      uint32_t off, const void *data, uint32_t n)
+{
+	uint8_t *p = buf;
+
+	memset(p, 0, RIPC_WIRE_HDR);
+	put16(p, RIPC_WIRE_MAGIC);
+	p[2] = RIPC_WIRE_VERSION;
+	p[3] = RIPC_MT_FRAG;
+	put64(p + 8, src_inc);
+	put64(p + 16, dst_inc);
+	put32(p + 24, RIPC_WIRE_HDR + n);
+	put32(p + 36, off);
+	memcpy(p + RIPC_WIRE_HDR, data, n);
+	return RIPC_WIRE_HDR + n;
+}

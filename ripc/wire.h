@@ -19,6 +19,7 @@
 #ifndef RIPC_WIRE_H
 #define RIPC_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,7 +37,12 @@ enum ripc_wire_type {
 	RIPC_MT_DONE = 3,   /* receiver -> long sender: pull finished */
 	RIPC_MT_RETURN = 4, /* items written into the receiver's return bufs */
 	RIPC_MT_NACK = 5,   /* message refused (status says why) */
-	RIPC_MT_TYPE_MAX
+	RIPC_MT_TYPE_MAX,
+	/* Framing below the decoder (frag.c), never a whole message: the
+	 * continuation of a message sent in fragments.  Header: src_inc,
+	 * dst_inc, length = 48 + the bytes it carries, status = their
+	 * offset in the whole message; every other field 0. */
+	RIPC_MT_FRAG = RIPC_MT_TYPE_MAX
 };
 
 #define RIPC_WF_ADDR 0x1u  /* sender's address section present */
@@ -46,6 +52,11 @@ enum ripc_wire_type {
  * along (pull.c) instead of one message more. */
 #define RIPC_WF_DONE 0x4u
 #define RIPC_WF_ALL (RIPC_WF_ADDR | RIPC_WF_MCAST | RIPC_WF_DONE)
+/* Framing (frag.c), not part of a whole message: the first fragment of a
+ * message whose header's length is the whole message's; RIPC_MT_FRAG
+ * messages from the same process carry the rest, in order.  The receiver
+ * clears it before the message reaches the decoder, which refuses it. */
+#define RIPC_WF_FRAG 0x8u
 
 struct ripc_wire_desc {
 	uint64_t addr;
@@ -124,5 +135,47 @@ enum ripc_wire_err {
  * fills *m, or an error and leaves *m unspecified. */
 int ripc__wire_decode(void *buf, size_t len, struct ripc_wire_in *m);
 const char *ripc__wire_strerror(int err);
+
+/* ---- framing: a message sent in fragments (frag.c) ------------------
+ * A message a little above the inject size of a transport that moves
+ * larger sends slowly (shm: by CMA) goes as a train of injects: the
+ * first fragment is the message's first bytes, its header flagged
+ * RIPC_WF_FRAG; each RIPC_MT_FRAG continuation carries a 48-byte header
+ * and the next bytes.  Fragments of one message leave a process back to
+ * back on one ordered channel, so the receiver keys a message being
+ * assembled by the sender's incarnation alone. */
+struct ripc_wire_frag {
+	uint64_t src_inc;
+	uint32_t total; /* FIRST: the whole message's length */
+	uint32_t off;   /* NEXT: where its bytes go in the whole message */
+	uint32_t len;   /* FIRST: bytes received; NEXT: bytes carried */
+};
+enum ripc_wire_frag_kind {
+	RIPC_FRAG_NONE = 0, /* not framing: a whole message for the decoder */
+	RIPC_FRAG_FIRST,
+	RIPC_FRAG_NEXT,
+	RIPC_FRAG_BAD,      /* framing that breaks the rules above */
+};
+
+/* Cheap test on every received message: does it need the framing layer?
+ * (Reads only bytes inside `len`.) */
+static inline bool ripc__wire_maybe_frag(const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	return len >= RIPC_WIRE_HDR &&
+	       (p[3] == RIPC_MT_FRAG || (p[34] & RIPC_WF_FRAG));
+}
+/* Classify and check a received message's framing; max_total bounds the
+ * whole message a first fragment may announce. */
+enum ripc_wire_frag_kind ripc__wire_frag_peek(const void *buf, size_t len,
+					      size_t max_total,
+					      struct ripc_wire_frag *f);
+/* Set or clear RIPC_WF_FRAG in an encoded header. */
+void ripc__wire_frag_mark(void *buf, bool first);
+/* Encode a continuation carrying n bytes at `data`, offset off, into buf
+ * (room >= RIPC_WIRE_HDR + n); returns its length. */
+size_t ripc__wire_frag_encode(void *buf, uint64_t src_inc, uint64_t dst_inc,
+			      uint32_t off, const void *data, uint32_t n);
 
 #endif

@@ -521,6 +521,7 @@ static const struct {
 	STAT(bell_msgs_recv),	  STAT(peers_evicted),
 	STAT(peer_ended_transfers), STAT(dones_carried),
 	STAT(dones_alone),	  STAT(dones_carried_recv),
+	STAT(frag_msgs_sent),	  STAT(frag_msgs_recv),
 };
 #undef STAT
 /* A counter added to struct ripc_stats must be named above too. */

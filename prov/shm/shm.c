@@ -34,6 +34,7 @@ const struct ripc_ofi_row ripc__shm_row = {
 	.same_host_only = true,
 	.wait_fd = false,
 	.unchecked_fast_rma = true,
+	.frag_injects = true,
 };
 
 /*

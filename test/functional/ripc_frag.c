@@ -2,8 +2,10 @@
  * Short messages from several processes at once, 3 900 to 24 000 bytes:
  * around the inject size of shm (4096) and the eager limit of tcp;ofi_rxm
  * (17408 with libripc's setting), where a transport may take another path
- * for a message than for the one before it.  They must arrive whole and,
- * per sender, in order (ripc(7)).
+ * for a message than for the one before it: over shm libripc sends those
+ * up to RIPC_FRAG_MAX as trains of injects (ripc_protocol(7) FRAGMENTS),
+ * so trains of different senders interleave in the receiver's queue.
+ * They must arrive whole and, per sender, in order (ripc(7)).
  *
  * The client forks SENDERS-1 children before initialising the library, so
  * each is a process of its own with its own incarnation; each sends -I
@@ -11,8 +13,9 @@
  * 0 is a header {magic, sender, seq, seed}; items 1.. are ft_fill(seed +
  * i).  The server checks every byte, that each sender's messages arrive
  * in order and none is missing, and acknowledges every ACK_EVERY-th one
- * (the senders wait for it, so no queue overflows), and that nothing was
- * dropped.  The server's exit status is the verdict.
+ * (the senders wait for it, so no queue overflows), that nothing was
+ * dropped, and that trains came over shm and only there.  The server's
+ * exit status is the verdict.
  */
 #include <signal.h>
 #include <string.h>
@@ -80,14 +83,20 @@ static int server(void)
 		ft_msg_free(&m, false);
 	}
 	FT_EXPECT(ripc_stats(&st, sizeof(st)), RIPC_OK);
-	ft_log("server: %d senders x %ld messages verified (%lu bytes)",
-	       SENDERS, ft.iterations, (unsigned long)bytes);
+	ft_log("server: %d senders x %ld messages verified (%lu bytes), "
+	       "%lu arrived as trains",
+	       SENDERS, ft.iterations, (unsigned long)bytes,
+	       (unsigned long)st.frag_msgs_recv);
 	FT_CHECK(st.drops_malformed == 0 && st.drops_stale == 0 &&
 			 st.drops_queue_full == 0,
 		 "drops: malformed %lu stale %lu queue-full %lu",
 		 (unsigned long)st.drops_malformed,
 		 (unsigned long)st.drops_stale,
 		 (unsigned long)st.drops_queue_full);
+	if (!strcmp(ft.prov, "shm"))
+		FT_CHECK(st.frag_msgs_recv > 0, "no message came as a train");
+	else
+		FT_CHECK(st.frag_msgs_recv == 0, "trains over %s", ft.prov);
 	return 0;
 }
 

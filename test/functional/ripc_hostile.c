@@ -5,8 +5,9 @@
  * (RIPC_QUEUE_MAX=64, RIPC_PULL_MEM_MAX=16m, RIPC_PULL_TIMEOUT_MS=2000).
  * It answers "ping" with "pong", long-sends a canaried buffer on "longme",
  * offers a canaried return buffer on "offer", stops receiving for a while
- * on "nap", reports its counters on "stats", and on "quit" checks that no
- * canary byte changed.
+ * on "nap", reports its counters on "stats", answers a message whose first
+ * item is "check" with the length and a hash of its other items, and on
+ * "quit" checks that no canary byte changed.
  *
  * Client role: the attacker.  It does not use the library's protocol code
  * to talk: it opens its own endpoint through the transport ops (libfabric
@@ -26,6 +27,12 @@
  *   buffer's length;
  *   a flood of short messages while the victim does not receive (bounded
  *   queue, drops counted), and thousands of return-buffer offers;
+ *   messages in fragments (ripc_protocol(7) FRAGMENTS): a valid train,
+ *   whose contents the victim checks; continuations with no message open,
+ *   out of order, past the message's end, with fields that must be 0; a
+ *   first fragment announcing too much or too little, one superseded by
+ *   the next, and more open at once than the victim keeps (those that
+ *   stop coming are dropped after RIPC_SEND_TIMEOUT_MS, 5 s, plus 1 s);
  *   over shm, messages through the victim's doorbell socket (how a
  *   same-host peer sends its first messages, ripc_protocol(7)) in the
  *   name of a live process of another pid (the victim's own incarnation),
@@ -68,6 +75,17 @@ static void check_guard(const uint8_t *p, size_t len, const char *what)
 	for (size_t i = 0; i < CANARY; i++)
 		FT_CHECK(p[-1 - (long)i] == 0xC3 && p[len + i] == 0xC3,
 			 "%s: canary byte %zu changed", what, i);
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	if (!h)
+		h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
 }
 
 static int server(void)
@@ -113,6 +131,19 @@ static int server(void)
 			uint32_t l[1] = { sizeof(st) };
 
 			FT_EXPECT(ripc_stats(&st, sizeof(st)), RIPC_OK);
+			FT_EXPECT(ripc_send_short(me, m.from, b, l, 1, NULL,
+						  NULL, 0),
+				  RIPC_OK);
+		} else if (m.ns >= 1 && m.ss[0] == 6 &&
+			   !memcmp(m.si[0], "check", 6)) {
+			uint64_t sum[2] = { 0, 0 };
+			void *b[1] = { sum };
+			uint32_t l[1] = { sizeof(sum) };
+
+			for (unsigned i = 1; i < m.ns; i++) {
+				sum[0] += m.ss[i];
+				sum[1] = fnv(sum[1], m.si[i], m.ss[i]);
+			}
 			FT_EXPECT(ripc_send_short(me, m.from, b, l, 1, NULL,
 						  NULL, 0),
 				  RIPC_OK);
@@ -472,6 +503,47 @@ static unsigned malformed(void)
 	return count;
 }
 
+/* ---- fragments (ripc_protocol(7) FRAGMENTS) ---------------------------
+ * fr_whole holds an encoded message; these send it, or lies about it, in
+ * the framing a same-host libripc sender uses. */
+static uint8_t fr_whole[RIPC_WIRE_MAX], fr_piece[4096];
+
+/* Its first 4096 bytes, flagged. */
+static void frag_first(void)
+{
+	ripc__wire_frag_mark(fr_whole, true);
+	send_raw(fr_whole, 4096);
+	ripc__wire_frag_mark(fr_whole, false);
+}
+
+/* A continuation in the name of `inc` with cnt bytes from off. */
+static void frag_next(uint64_t inc, size_t off, size_t cnt)
+{
+	send_raw(fr_piece,
+		 ripc__wire_frag_encode(fr_piece, inc, victim_inc,
+					(uint32_t)off, fr_whole + off,
+					(uint32_t)cnt));
+}
+
+/* The whole n-byte message as a train: 4096, then pieces of 4048. */
+static void frag_train(size_t n)
+{
+	frag_first();
+	for (size_t k = 4096; k < n; k += 4048)
+		frag_next(my_inc, k, n - k < 4048 ? n - k : 4048);
+}
+
+/* The victim's answer to a "check" message: the items' length and hash. */
+static void frag_expect(const uint64_t want[2], const char *what)
+{
+	struct ripc_wire_in in;
+
+	expect_msg(&in, RIPC_MT_SHORT, 30);
+	FT_CHECK(in.nshort == 1 && in.short_len[0] == 2 * sizeof(*want) &&
+			 !memcmp(in.short_ptr[0], want, 2 * sizeof(*want)),
+		 "%s came out wrong", what);
+}
+
 static int client(void)
 {
 	struct ripc_reg_proc_info self = { 0 }, v;
@@ -738,6 +810,120 @@ static int client(void)
 		       (unsigned long)(st.drops_queue_full -
 				       st0.drops_queue_full),
 		       (unsigned long)(st.short_recv - st0.short_recv));
+	}
+	/* 8. Messages in fragments, as a same-host libripc sender sends
+	 * those a little above shm's inject size (ripc_protocol(7)
+	 * FRAGMENTS).  The framing layer runs on every transport's receives,
+	 * so this runs over tcp too. */
+	{
+		static uint8_t item[9000];
+		void *b[2] = { "check", item };
+		uint32_t l[2] = { 6, sizeof(item) };
+		struct ripc_wire_out m = { .type = RIPC_MT_SHORT, .nshort = 2,
+					   .short_buf = b, .short_len = l };
+		struct ripc_stats s1;
+		uint64_t want[2] = { sizeof(item), 0 };
+		uint8_t *frag = fr_piece;
+		size_t n;
+
+		ft_fill(item, sizeof(item), 77);
+		want[1] = fnv(0, item, sizeof(item));
+		n = encode(&m, fr_whole);
+		FT_CHECK(n > 2 * 4096, "train too short");
+		stats(&s1);
+		/* A valid train: 4096, then pieces of 4048. */
+		frag_train(n);
+		frag_expect(want, "a train");
+		stats(&st);
+		FT_CHECK(st.frag_msgs_recv == s1.frag_msgs_recv + 1,
+			 "train not counted");
+		FT_CHECK(st.drops_malformed == s1.drops_malformed &&
+				 st.drops_stale == s1.drops_stale,
+			 "a valid train dropped something");
+		s1 = st;
+		/* Continuation with no message open: stale. */
+		frag_next(my_inc, 4096, 100);
+		/* Out of order: the message and the piece go. */
+		frag_first();
+		frag_next(my_inc, 4096 + 8, 100);
+		frag_next(my_inc, 4096, 100); /* nothing open any more: stale */
+		/* Past the announced end. */
+		frag_first();
+		frag_next(my_inc, 4096, 4048);
+		frag_next(my_inc, 4096 + 4048, n - 4096 - 4048 + 1);
+		/* Fields that must be 0 (this leaves the message open); a
+		 * first fragment announcing no more than it carries, or more
+		 * than any message. */
+		frag_first();
+		ripc__wire_frag_encode(frag, my_inc, victim_inc, 4096,
+				       fr_whole + 4096, 100);
+		frag[40] = 1; /* cookie */
+		send_raw(frag, RIPC_WIRE_HDR + 100);
+		memcpy(frag, fr_whole, 4096);
+		ripc__wire_frag_mark(frag, true);
+		frag[24] = 0x00; frag[25] = 0x10; frag[26] = 0; frag[27] = 0;
+		send_raw(frag, 4096); /* announces 4096 */
+		frag[24] = 0xff; frag[25] = 0xff; frag[26] = 0xff;
+		frag[27] = 0x7f;
+		send_raw(frag, 4096); /* announces 2 GiB */
+		alive("bad fragments");
+		stats(&st);
+		FT_CHECK(st.drops_malformed - s1.drops_malformed == 5,
+			 "bad framing counted %lu times, 5 expected",
+			 (unsigned long)(st.drops_malformed -
+					 s1.drops_malformed));
+		/* Stale: the continuation with nothing open and the one
+		 * after the out-of-order piece. */
+		FT_CHECK(st.drops_stale - s1.drops_stale == 2,
+			 "stale pieces counted %lu times, 2 expected",
+			 (unsigned long)(st.drops_stale - s1.drops_stale));
+		FT_CHECK(st.frag_msgs_recv == s1.frag_msgs_recv,
+			 "a bad train was delivered");
+		s1 = st;
+		/* A first fragment superseded by the next one in our name
+		 * (the message left open above goes the same way). */
+		frag_first();
+		frag_train(n);
+		frag_expect(want, "the train after a superseded one");
+		stats(&st);
+		FT_CHECK(st.drops_stale - s1.drops_stale == 2,
+			 "superseded messages counted %lu times, 2 expected",
+			 (unsigned long)(st.drops_stale - s1.drops_stale));
+		s1 = st;
+		/* More open at once than the victim keeps (64), in the names
+		 * of 65 incarnations: one dropped at once, the 64 after the
+		 * victim's send timeout (5 s) plus 1 s; then a train goes
+		 * through again. */
+		for (unsigned i = 0; i < 65; i++) {
+			uint64_t inc = my_inc ^ (0x100ull + i);
+
+			memcpy(frag, fr_whole, 4096);
+			for (int j = 0; j < 8; j++)
+				frag[8 + j] = (uint8_t)(inc >> (8 * j));
+			ripc__wire_frag_mark(frag, true);
+			send_raw(frag, 4096);
+		}
+		alive("65 open messages");
+		stats(&st);
+		FT_CHECK(st.drops_queue_full - s1.drops_queue_full == 1,
+			 "open messages beyond 64 dropped %lu, 1 expected",
+			 (unsigned long)(st.drops_queue_full -
+					 s1.drops_queue_full));
+		for (int i = 0; i < 150; i++) {
+			pump(0.1, NULL, NULL);
+			stats(&st);
+			if (st.drops_stale - s1.drops_stale >= 64)
+				break;
+		}
+		FT_CHECK(st.drops_stale - s1.drops_stale == 64,
+			 "messages whose fragments stopped: %lu dropped, 64 "
+			 "expected",
+			 (unsigned long)(st.drops_stale - s1.drops_stale));
+		frag_train(n);
+		frag_expect(want, "the train after the timeouts");
+		ft_log("fragments: a valid train checked, 5 malformed, "
+		       "stale and superseded ones dropped, 65 open: 1 "
+		       "refused, 64 timed out");
 	}
 	/* 7. Doorbell mail (shm only: tcp processes have no doorbell). */
 	if (attr.same_host_only) {

@@ -19,6 +19,11 @@
  *     the encoder zeroes), and the decoder accepts the re-encoded message
  *     with the same contents.
  *
+ *  4. The framing check below the decoder (ripc__wire_frag_peek, FRAGMENTS
+ *     in ripc_protocol(7)) agrees with a reference written from that
+ *     section on the kind and fields, and the quick test
+ *     (ripc__wire_maybe_frag) lets nothing it calls framing by.
+ *
  * Any disagreement aborts with a description, which libFuzzer reports as a
  * crash and saves the input.
  */
@@ -360,6 +365,53 @@ static void reencode(const uint8_t *buf, size_t len,
 	free(want);
 }
 
+/* ---- framing, from FRAGMENTS in ripc_protocol(7) ------------------- */
+#define FRAG_MAX_TOTAL 70000 /* any bound: the check takes it as given */
+
+static int spec_frag(const uint8_t *p, size_t n, struct ripc_wire_frag *f)
+{
+	unsigned flags;
+
+	if (n < 48 || rd(p, 2) != 0x5249 || p[2] != 1)
+		return RIPC_FRAG_NONE;
+	flags = (unsigned)rd(p + 34, 2);
+	f->src_inc = rd(p + 8, 8);
+	if (p[3] == 6) {
+		if (rd(p + 24, 4) != n || n == 48 || flags || rd(p + 4, 4) ||
+		    rd(p + 28, 6) || rd(p + 40, 8))
+			return RIPC_FRAG_BAD;
+		f->off = (uint32_t)rd(p + 36, 4);
+		f->len = (uint32_t)(n - 48);
+		return RIPC_FRAG_NEXT;
+	}
+	if (!(flags & 0x8))
+		return RIPC_FRAG_NONE;
+	f->total = (uint32_t)rd(p + 24, 4);
+	if (f->total <= n || f->total > FRAG_MAX_TOTAL)
+		return RIPC_FRAG_BAD;
+	f->len = (uint32_t)n;
+	return RIPC_FRAG_FIRST;
+}
+
+static void check_framing(const uint8_t *buf, size_t size)
+{
+	struct ripc_wire_frag got = { 0 }, want = { 0 };
+	int k = ripc__wire_frag_peek(buf, size, FRAG_MAX_TOTAL, &got);
+	int w = spec_frag(buf, size, &want);
+
+	if (k != w)
+		FAIL("framing: kind %d, ripc_protocol(7) says %d", k, w);
+	if (k != RIPC_FRAG_NONE && !ripc__wire_maybe_frag(buf, size))
+		FAIL("framing: the quick test let kind %d by", k);
+	if ((k == RIPC_FRAG_FIRST &&
+	     (got.total != want.total || got.len != want.len ||
+	      got.src_inc != want.src_inc)) ||
+	    (k == RIPC_FRAG_NEXT &&
+	     (got.off != want.off || got.len != want.len ||
+	      got.src_inc != want.src_inc)))
+		FAIL("framing: fields differ from ripc_protocol(7)");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -388,6 +440,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		compare_spec(buf, size, &m, &s);
 		reencode(buf, size, &m, &s);
 	}
+	check_framing(buf, size);
 	free(buf);
 	return 0;
 }

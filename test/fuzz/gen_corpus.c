@@ -223,6 +223,22 @@ static void gen_wire(void)
 	m.status = RIPC_ENOTFOUND;
 	m.cookie = 0;
 	wire("nack-cancel", &m);
+
+	/* Framing (FRAGMENTS): the first fragment of an 8000-byte item's
+	 * message, and a continuation of 100 bytes. */
+	m = base;
+	m.nshort = 1;
+	m.short_buf = bufs;
+	m.short_len = (uint32_t[]){ 8000 };
+	if (ripc__wire_encode(&m, wbuf) < 4097)
+		exit(1);
+	ripc__wire_frag_mark(wbuf, true);
+	write_file("wire", "frag-first", wbuf, 4096);
+	write_file("wire", "frag-next",
+		   wbuf, ripc__wire_frag_encode(wbuf, base.src_inc,
+						base.dst_inc, 4096, payload,
+						100));
+	nwire += 2;
 }
 
 /* ---- resolver datagrams ------------------------------------------------ */
