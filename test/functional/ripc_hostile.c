@@ -33,6 +33,9 @@
  *   first fragment announcing too much or too little, one superseded by
  *   the next, and more open at once than the victim keeps (those that
  *   stop coming are dropped after RIPC_SEND_TIMEOUT_MS, 5 s, plus 1 s);
+ *   finalize while messages are still arriving in fragments: the victim
+ *   finalizes with four open (one with a continuation in), returns within
+ *   5 s, initialises again and sends a 9000-byte message to itself intact;
  *   over shm, messages through the victim's doorbell socket (how a
  *   same-host peer sends its first messages, ripc_protocol(7)) in the
  *   name of a live process of another pid (the victim's own incarnation),
@@ -47,6 +50,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -86,6 +90,47 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ b[i]) * 0x100000001b3ull;
 	return h;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Finalize with the attacker's fragments still open (ripc_init(3): they
+ * are discarded), then come back: a new incarnation sends a message in
+ * fragments' size to itself, and it must arrive whole. */
+static void finalize_and_back(void)
+{
+	static uint8_t item[9000];
+	void *b[1] = { item };
+	uint32_t l[1] = { sizeof(item) };
+	struct ripc_stats st;
+	struct ft_msg m;
+	double t0 = now_s(), dt;
+	uint16_t me;
+
+	FT_EXPECT(ripc_stats(&st, sizeof(st)), RIPC_OK);
+	ft_log("finalizing with %lu messages received in fragments so far",
+	       (unsigned long)st.frag_msgs_recv);
+	ripc_finalize();
+	dt = now_s() - t0;
+	FT_CHECK(dt < 5, "finalize with open fragments took %.1f s", dt);
+	ft_log("finalize with open fragments: %.0f ms", dt * 1e3);
+	ft_lib_init();
+	me = ripc_register_random_service_id();
+	FT_CHECK(me != RIPC_INVALID_SERVICE_ID, "register after re-init");
+	ft_fill(item, sizeof(item), 78);
+	FT_EXPECT(ripc_send_short(me, me, b, l, 1, NULL, NULL, 0), RIPC_OK);
+	FT_EXPECT(ft_recv(me, &m, 10000), RIPC_OK);
+	FT_CHECK(m.ns == 1 && m.ss[0] == sizeof(item) &&
+			 ft_verify(m.si[0], sizeof(item), 78) == (size_t)-1,
+		 "message to self after re-init came out wrong");
+	ft_msg_free(&m, true);
+	ft_log("re-initialised; 9000 bytes to self intact");
 }
 
 static int server(void)
@@ -149,6 +194,10 @@ static int server(void)
 				  RIPC_OK);
 		} else if (ft_is_word(&m, "quit")) {
 			ft_msg_free(&m, true);
+			break;
+		} else if (ft_is_word(&m, "finalize")) {
+			ft_msg_free(&m, true);
+			finalize_and_back();
 			break;
 		}
 		/* Anything else (flood messages) is just dropped here. */
@@ -514,6 +563,16 @@ static void frag_first(void)
 	ripc__wire_frag_mark(fr_whole, true);
 	send_raw(fr_whole, 4096);
 	ripc__wire_frag_mark(fr_whole, false);
+}
+
+/* Its first 4096 bytes, flagged, in the name of incarnation `inc`. */
+static void frag_first_as(uint64_t inc)
+{
+	memcpy(fr_piece, fr_whole, 4096);
+	for (int j = 0; j < 8; j++)
+		fr_piece[8 + j] = (uint8_t)(inc >> (8 * j));
+	ripc__wire_frag_mark(fr_piece, true);
+	send_raw(fr_piece, 4096);
 }
 
 /* A continuation in the name of `inc` with cnt bytes from off. */
@@ -894,15 +953,8 @@ static int client(void)
 		 * of 65 incarnations: one dropped at once, the 64 after the
 		 * victim's send timeout (5 s) plus 1 s; then a train goes
 		 * through again. */
-		for (unsigned i = 0; i < 65; i++) {
-			uint64_t inc = my_inc ^ (0x100ull + i);
-
-			memcpy(frag, fr_whole, 4096);
-			for (int j = 0; j < 8; j++)
-				frag[8 + j] = (uint8_t)(inc >> (8 * j));
-			ripc__wire_frag_mark(frag, true);
-			send_raw(frag, 4096);
-		}
+		for (unsigned i = 0; i < 65; i++)
+			frag_first_as(my_inc ^ (0x100ull + i));
 		alive("65 open messages");
 		stats(&st);
 		FT_CHECK(st.drops_queue_full - s1.drops_queue_full == 1,
@@ -985,7 +1037,16 @@ static int client(void)
 	       (unsigned long)st.drops_forged,
 	       (unsigned long)st.drops_queue_full,
 	       (unsigned long)st.pulls_failed);
-	send_word("quit");
+	/* 9. Finalize while messages are half received: four open in the
+	 * names of other incarnations, one with a continuation in too.  The
+	 * victim finalizes, returns within 5 s, initialises again and checks
+	 * a message to itself (finalize_and_back); its exit status is the
+	 * verdict.  Last, since the victim is a new incarnation afterwards. */
+	for (unsigned i = 0; i < 4; i++)
+		frag_first_as(my_inc ^ (0x200ull + i));
+	frag_next(my_inc ^ 0x203ull, 4096, 4048);
+	alive("4 messages left open in fragments");
+	send_word("finalize");
 	ripc__reg_detach();
 	ops->close(prov);
 	return 0;
