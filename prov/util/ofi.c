@@ -135,6 +135,13 @@ int ripc__ofi_open(const struct ripc_ofi_row *row,
 	if (row->unchecked_fast_rma && opts->shm_checked)
 		hints->domain_attr->mr_mode &= ~(uint64_t)FI_MR_VIRT_ADDR;
 	hints->domain_attr->threading = FI_THREAD_DOMAIN;
+	/* libripc drives progress itself.  With automatic data progress
+	 * (which rxm's passthrough offers first) rxm starts a connection
+	 * thread waiting in fi_eq_sread; a SIGSTOP/SIGCONT makes that wait
+	 * return EINTR, whatever the signal mask (signal(7)), and the thread
+	 * ends for good: the process never accepts a connection again
+	 * (docs/FAULTS.md). */
+	hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
 	/* Per-sender message order is part of the libripc contract. */
 	hints->tx_attr->msg_order = FI_ORDER_SAS;
 	hints->rx_attr->msg_order = FI_ORDER_SAS;
