@@ -226,6 +226,9 @@ export FI_TCP_IFACE=lo                 # libfabric tcp: loopback only
 export RIPC_TCP_ADDR=127.0.0.1         # libripc tcp: the same
 export RIPC_REGISTRY=/dev/shm/ripc-bench-$$-registry
 export RIPC_RESOLVER=0                 # no multicast resolver: one host
+# rxm's passthrough, which libripc sets for itself (prov/tcp/tcp.c), for
+# the raw tcp programs too: the floor under libripc's own path.
+export FI_OFI_RXM_ENABLE_PASSTHRU=${FI_OFI_RXM_ENABLE_PASSTHRU:-1}
 # First contact also runs with the resolver on: a port of our own, so that
 # other people's libripc programs on this host do not answer ours.
 export RIPC_RESOLVER_PORT=${RIPC_RESOLVER_PORT:-$((46000 + $$ % 1000))}
@@ -1382,7 +1385,7 @@ file.  Source: git $GIT_REV, $GIT_DIRTY uncommitted file(s) in ripc/ prov/ inclu
 | CPUs | $(nproc) ($CPU_MODEL) |
 | kernel | ${RUN_KERNEL:-$(uname -r)} |
 | OS | $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-?}") |
-| libfabric | $LIBFABRIC_VERSION (providers shm and tcp;ofi_rxm) |
+| libfabric | $LIBFABRIC_VERSION (providers shm and tcp;ofi_rxm, the latter with rxm's passthrough: FI_OFI_RXM_ENABLE_PASSTHRU=$FI_OFI_RXM_ENABLE_PASSTHRU) |
 | peers | $(for k in libzmq5:ZeroMQ libnng1:NNG libucx0:UCX; do v=$(dpkg-query -W -f='${Version}' "${k%%:*}" 2>/dev/null); echo -n "${k#*:} ${v:-absent}, "; done | sed 's/, $//') (Debian packages) |
 | compiler | $(cc --version 2>/dev/null | head -1), \`-g -O2\` |
 | pinning | servers on CPU $SRV_CPU, clients on CPU $CLI_CPU (\`taskset\`, all threads) |
@@ -1841,9 +1844,12 @@ EOF
 * **shm uses CMA** (process_vm_readv/writev) for RMA here (no Yama, same
   user); where CMA is refused shm falls back to bounce buffers and large
   transfers get slower for libripc and raw alike.
-* **tcp is tcp;ofi_rxm** (libfabric $LIBFABRIC_VERSION); above 16 KiB rxm
-  switches from eager to rendezvous, which shows in the 64 KiB short-message
-  latencies of both libripc and fi_rdm_msg.
+* **tcp is tcp;ofi_rxm** (libfabric $LIBFABRIC_VERSION) with rxm's
+  passthrough (\`FI_OFI_RXM_ENABLE_PASSTHRU=1\`, which libripc sets for
+  itself and run_bench exports for the raw programs too): rxm connects, and
+  every send and RMA goes straight to the tcp provider's connection, with no
+  rxm eager limit, segmentation or rendezvous.  The raw programs ask for
+  manual progress, as libripc does, so rxm runs no thread beside them.
 * **16 MiB and above** do not fit in the L2 cache: all RMA figures drop
   toward memory bandwidth; the receive buffer of libripc_libbuf is fresh
   memory each time (page faults and registration included).

@@ -216,6 +216,10 @@ static void open_fabric(void)
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
 		FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
 	hints->domain_attr->threading = FI_THREAD_DOMAIN;
+	/* As libripc asks: with automatic progress rxm's passthrough starts
+	 * a thread of its own beside this one (the pinned raw pull fell to
+	 * 872 MB/s with it). */
+	hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
 	/* -j: ask for a larger inject size (rxm grants what is asked) */
 	hints->tx_attr->inject_size = opt.inject;
 	if (opt.data)

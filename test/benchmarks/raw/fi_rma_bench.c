@@ -202,6 +202,10 @@ static void open_fabric(void)
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
 		FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
 	hints->domain_attr->threading = FI_THREAD_DOMAIN;
+	/* As libripc asks: with automatic progress rxm's passthrough starts
+	 * a thread of its own beside this one (the pinned raw pull fell to
+	 * 872 MB/s with it). */
+	hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
 	if (strncmp(opt.prov, "shm", 3)) {	/* network providers: stay on loopback */
 		node = "127.0.0.1";
 		flags = FI_SOURCE;
