@@ -35,7 +35,8 @@
  *   stop coming are dropped after RIPC_SEND_TIMEOUT_MS, 5 s, plus 1 s);
  *   finalize while messages are still arriving in fragments: the victim
  *   finalizes with four open (one with a continuation in), returns within
- *   5 s, initialises again and sends a 9000-byte message to itself intact;
+ *   20 s (a hang is what is looked for), initialises again and sends a
+ *   9000-byte message to itself intact;
  *   over shm, messages through the victim's doorbell socket (how a
  *   same-host peer sends its first messages, ripc_protocol(7)) in the
  *   name of a live process of another pid (the victim's own incarnation),
@@ -118,7 +119,9 @@ static void finalize_and_back(void)
 	       (unsigned long)st.frag_msgs_recv);
 	ripc_finalize();
 	dt = now_s() - t0;
-	FT_CHECK(dt < 5, "finalize with open fragments took %.1f s", dt);
+	/* A hang is what this looks for: natively it takes 3-40 ms, and
+	 * the bound leaves room for valgrind on a loaded machine. */
+	FT_CHECK(dt < 20, "finalize with open fragments took %.1f s", dt);
 	ft_log("finalize with open fragments: %.0f ms", dt * 1e3);
 	ft_lib_init();
 	me = ripc_register_random_service_id();
@@ -1039,7 +1042,7 @@ static int client(void)
 	       (unsigned long)st.pulls_failed);
 	/* 9. Finalize while messages are half received: four open in the
 	 * names of other incarnations, one with a continuation in too.  The
-	 * victim finalizes, returns within 5 s, initialises again and checks
+	 * victim finalizes, returns within 20 s, initialises again and checks
 	 * a message to itself (finalize_and_back); its exit status is the
 	 * verdict.  Last, since the victim is a new incarnation afterwards. */
 	for (unsigned i = 0; i < 4; i++)
