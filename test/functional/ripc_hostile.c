@@ -51,7 +51,6 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -93,14 +92,6 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Finalize with the attacker's fragments still open (ripc_init(3): they
  * are discarded), then come back: a new incarnation sends a message in
  * fragments' size to itself, and it must arrive whole. */
@@ -111,14 +102,14 @@ static void finalize_and_back(void)
 	uint32_t l[1] = { sizeof(item) };
 	struct ripc_stats st;
 	struct ft_msg m;
-	double t0 = now_s(), dt;
+	double t0 = ft_now(), dt;
 	uint16_t me;
 
 	FT_EXPECT(ripc_stats(&st, sizeof(st)), RIPC_OK);
 	ft_log("finalizing with %lu messages received in fragments so far",
 	       (unsigned long)st.frag_msgs_recv);
 	ripc_finalize();
-	dt = now_s() - t0;
+	dt = ft_now() - t0;
 	/* A hang is what this looks for: natively it takes 3-40 ms, and
 	 * the bound leaves room for valgrind on a loaded machine. */
 	FT_CHECK(dt < 20, "finalize with open fragments took %.1f s", dt);
