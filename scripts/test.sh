@@ -7,7 +7,9 @@
 #      checks;
 #   2. the conformance suite (server/client pairs) over shm, tcp and verbs
 #      (verbs reports Notrun where no RDMA device exists), and again over
-#      shm and tcp with verbs' memory-registration rules emulated;
+#      shm and tcp with verbs' memory-registration rules emulated; the
+#      providers run at the same time (runripctests.sh -j), here and in
+#      the sanitizer and valgrind passes;
 #   2b. fault scenarios: restart, move, dead peers (test/scripts/faults.sh);
 #      the lifecycle suite: finalize races, SIGTERM/SIGINT, stopped peers,
 #      short timeouts, fork, a first sender that exits at once
@@ -73,7 +75,9 @@ run_suite() { # <builddir> <label> <providers...>
 	local b=$1 label=$2; shift 2
 	local out=$log/$label.suite
 	# A failure's line and the indented lines of its processes' output.
-	test/scripts/runripctests.sh -b "$b/test/functional" "$@" | tee "$out" |
+	# The providers at once (-j), each with its own resolver port: a
+	# test's pair mostly waits, so two take little longer than one.
+	test/scripts/runripctests.sh -j -b "$b/test/functional" "$@" | tee "$out" |
 		awk '/ (Fail|Notrun) /{show=/ Fail /; print; next}
 		     /^    /{if (show) print; next} {show=0}' || true
 	local last p f

@@ -2,11 +2,18 @@
 # runripctests.sh - run the libripc conformance suite (fabtests style).
 #
 # Usage: runripctests.sh [-b bindir] [-T seconds] [-e regex] [-w wrapper] [-v]
-#                        [provider ...]
+#                        [-j] [provider ...]
 #   providers default to "shm tcp verbs"; a provider absent here reports
 #   Notrun (exit 77), not Pass.
 #   -w "cmd args" prefixes every program the runner starts (word-split),
 #   e.g. a valgrind command line (test/scripts/valgrind-suite.sh).
+#   -j runs each provider's tests at the same time as the others' (one
+#      runner per provider, each with its own resolver port,
+#      RIPC_RESOLVER_PORT + 10 + its index, so their multicast resolvers do
+#      not hear each other); the output is the same, provider by provider,
+#      printed when all are done.  A test's pair mostly waits (startup,
+#      timeouts, a peer's answer), so two providers on two cores take
+#      little longer than one.
 #
 # Each test is a server/client pair of one program on this host.  The
 # server is started first with -r <file> and announces readiness (its
@@ -26,19 +33,58 @@ timeout=${RIPC_TEST_TIMEOUT:-180}
 verbose=0
 exclude='^$'
 wrapper=''
+parallel=0
+opts=() # the options again, for the runners of -j
 
-while getopts "b:T:e:w:vh" o; do
+while getopts "b:T:e:w:vjh" o; do
 	case $o in
-	b) bindir=$OPTARG ;;
-	T) timeout=$OPTARG ;;
-	e) exclude=$OPTARG ;;
-	w) wrapper=$OPTARG ;;
-	v) verbose=1 ;;
-	*) sed -n '2,23p' "$0"; exit 2 ;;
+	b) bindir=$OPTARG; opts+=(-b "$OPTARG") ;;
+	T) timeout=$OPTARG; opts+=(-T "$OPTARG") ;;
+	e) exclude=$OPTARG; opts+=(-e "$OPTARG") ;;
+	w) wrapper=$OPTARG; opts+=(-w "$OPTARG") ;;
+	v) verbose=1; opts+=(-v) ;;
+	j) parallel=1 ;;
+	*) sed -n '2,30p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
 providers=${*:-shm tcp verbs}
+
+# -j: one runner per provider, all at once; their lines, then the sums.
+if [ "$parallel" = 1 ] && [ "$(echo $providers | wc -w)" -gt 1 ]; then
+	jdir=$(mktemp -d /tmp/ripcsuite.XXXXXX)
+	jpids=() i=0
+	for prov in $providers; do
+		RIPC_RESOLVER_PORT=$((${RIPC_RESOLVER_PORT:-47473} + 10 + i)) \
+			"$0" "${opts[@]}" "$prov" >"$jdir/$i" 2>&1 &
+		jpids+=($!)
+		i=$((i + 1))
+	done
+	# Each runner bounds its own tests and kills what it started.
+	trap 'kill "${jpids[@]}" 2>/dev/null; rm -rf "$jdir"' EXIT INT TERM
+	wait "${jpids[@]}"
+	echo "# libripc conformance suite: providers: $providers (at once)"
+	jp=0 jf=0 jn=0 jr=()
+	for ((k = 0; k < i; k++)); do
+		grep -v '^#' "$jdir/$k" | grep -v -E '^[0-9]+ passed, [0-9]+ failed$'
+		jp=$((jp + $(sed -nE 's/^# Total Pass +([0-9]+)$/\1/p' "$jdir/$k")))
+		jn=$((jn + $(sed -nE 's/^# Total Notrun +([0-9]+)$/\1/p' "$jdir/$k")))
+		x=$(sed -nE 's/^# Total Fail +([0-9]+)$/\1/p' "$jdir/$k")
+		# A runner that did not get to its totals failed as a whole.
+		[ -z "$x" ] && { tail -n 20 "$jdir/$k"; x=1; }
+		jf=$((jf + x))
+		while IFS= read -r l; do jr+=("$l"); done \
+			< <(grep -E '^# FAIL ' "$jdir/$k")
+	done
+	echo "# ------------------------------------------------------------------"
+	echo "# Total Pass    $jp"
+	echo "# Total Notrun  $jn"
+	echo "# Total Fail    $jf"
+	for r in "${jr[@]}"; do echo "$r"; done
+	echo "$jp passed, $jf failed"
+	[ "$jf" -eq 0 ]
+	exit
+fi
 
 # test name | extra arguments (both sides)
 tests=(
