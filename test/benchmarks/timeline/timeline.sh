@@ -6,7 +6,9 @@
 # Prints the median (p25-p75, p90, mean) of each phase in microseconds, and
 # the timer and yield calls per request.  The shim slows every call a little
 # (two clock reads), so compare the two systems with each other, not with
-# run_bench.sh's figures.  Side experiment of perf_notes.md.
+# run_bench.sh's figures.  Side experiment of perf_notes.md.  Both
+# systems go through rxm's passthrough unless FI_OFI_RXM_ENABLE_PASSTHRU=0
+# is set, as in run_bench.sh.
 #
 #   test/benchmarks/timeline/timeline.sh [-S bytes] [-t seconds] [-r rounds] [ripc|raw]...
 #
@@ -40,6 +42,9 @@ trap cleanup EXIT
 shim=$work/shim.so
 ${CC:-cc} -O2 -shared -fPIC -o "$shim" "$here/shim.c" -ldl || exit 1
 export FI_TCP_IFACE=lo RIPC_TCP_ADDR=127.0.0.1 RIPC_RESOLVER=0
+# As run_bench.sh: both systems through rxm's passthrough (libripc's
+# default, ripc(7) TRANSPORTS), unless the caller says otherwise.
+export FI_OFI_RXM_ENABLE_PASSTHRU=${FI_OFI_RXM_ENABLE_PASSTHRU:-1}
 export RIPC_REGISTRY=/dev/shm/ripc-timeline-$$ LD_LIBRARY_PATH=$B/.libs
 
 run_pair() { # SYSTEM OUTDIR
@@ -82,8 +87,9 @@ points() {
 }
 
 # The phases, one "phase value_us" line per transfer.  REQ and ANS are the
-# sizes on the wire (tcp header, rxm header, message) of the sender's
-# request and the reader's answer; 40 is rxm's read request.
+# sizes on the wire (tcp header, rxm header without the passthrough,
+# message) of the sender's request and the reader's answer; 40 is tcp's
+# read request.
 phases_cli() { # REQ ANS SIZE
 	awk -v req="$1" -v ans="$2" -v big="$3" '
 	function issend(c) { return c == "send" || c == "sendto" || c == "sendmsg" }
@@ -132,7 +138,13 @@ for r in $(seq "$rounds"); do
 	for sys in $systems; do
 		o=$work/$sys-$r
 		run_pair "$sys" "$o" || { echo "$sys: the pair did not run" >&2; continue; }
-		if [ "$sys" = ripc ]; then req=176 ans=168; else req=112 ans=88; fi
+		# The request's and the answer's sizes on the wire (tcp's
+		# header and, without the passthrough, rxm's).
+		if [ "$FI_OFI_RXM_ENABLE_PASSTHRU" = 0 ]; then
+			if [ "$sys" = ripc ]; then req=176 ans=168; else req=112 ans=88; fi
+		else
+			if [ "$sys" = ripc ]; then req=112 ans=104; else req=48 ans=24; fi
+		fi
 		cf=$(ls "$o"/cli.* 2>/dev/null) sf=$(ls "$o"/srv.* 2>/dev/null)
 		[ -n "$cf" ] && [ -n "$sf" ] || { echo "$sys: no timeline written" >&2; continue; }
 		echo "$sys, round $r ($size bytes; sender = client on CPU 1, reader = server on CPU 0):"
