@@ -67,11 +67,18 @@ if [ "$parallel" = 1 ] && [ "$(echo $providers | wc -w)" -gt 1 ]; then
 	jp=0 jf=0 jn=0 jr=()
 	for ((k = 0; k < i; k++)); do
 		grep -v '^#' "$jdir/$k" | grep -v -E '^[0-9]+ passed, [0-9]+ failed$'
-		jp=$((jp + $(sed -nE 's/^# Total Pass +([0-9]+)$/\1/p' "$jdir/$k")))
-		jn=$((jn + $(sed -nE 's/^# Total Notrun +([0-9]+)$/\1/p' "$jdir/$k")))
+		x=$(sed -nE 's/^# Total Pass +([0-9]+)$/\1/p' "$jdir/$k")
+		jp=$((jp + ${x:-0}))
+		x=$(sed -nE 's/^# Total Notrun +([0-9]+)$/\1/p' "$jdir/$k")
+		jn=$((jn + ${x:-0}))
 		x=$(sed -nE 's/^# Total Fail +([0-9]+)$/\1/p' "$jdir/$k")
 		# A runner that did not get to its totals failed as a whole.
-		[ -z "$x" ] && { tail -n 20 "$jdir/$k"; x=1; }
+		if [ -z "$x" ]; then
+			echo "# runner $((k + 1)) of $i ended without its totals:"
+			tail -n 20 "$jdir/$k"
+			x=1
+			jr+=("# FAIL the runner of provider $((k + 1)) of $i")
+		fi
 		jf=$((jf + x))
 		while IFS= read -r l; do jr+=("$l"); done \
 			< <(grep -E '^# FAIL ' "$jdir/$k")
