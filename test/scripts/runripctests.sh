@@ -61,7 +61,9 @@ if [ "$parallel" = 1 ] && [ "$(echo $providers | wc -w)" -gt 1 ]; then
 		i=$((i + 1))
 	done
 	# Each runner bounds its own tests and kills what it started.
-	trap 'kill "${jpids[@]}" 2>/dev/null; rm -rf "$jdir"' EXIT INT TERM
+	trap 'kill "${jpids[@]}" 2>/dev/null; rm -rf "$jdir"' EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
 	wait "${jpids[@]}"
 	echo "# libripc conformance suite: providers: $providers (at once)"
 	jp=0 jf=0 jn=0 jr=()
@@ -158,7 +160,11 @@ cleanup_all() {
 	done
 	shm_cleanup "${started_pids[@]}"
 }
-trap cleanup_all EXIT INT TERM
+# Stopped from outside: clean up and stop (a trap that only cleaned up
+# let the runner go on to its next test).
+trap cleanup_all EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 run_one() {
 	local prov=$1 name=$2 args=$3
