@@ -50,6 +50,20 @@ done
 shift $((OPTIND - 1))
 providers=${*:-shm tcp verbs}
 
+# The summary of a run: totals, failed tests, and "N passed, N failed"
+# last; the exit status.
+pass=0 fail=0 notrun=0
+results=()
+totals() {
+	echo "# ------------------------------------------------------------------"
+	echo "# Total Pass    $pass"
+	echo "# Total Notrun  $notrun"
+	echo "# Total Fail    $fail"
+	for r in "${results[@]}"; do echo "# $r"; done
+	echo "$pass passed, $fail failed"
+	[ "$fail" -eq 0 ]
+}
+
 # -j: one runner per provider, all at once; their lines, then the sums.
 if [ "$parallel" = 1 ] && [ "$(echo $providers | wc -w)" -gt 1 ]; then
 	jdir=$(mktemp -d /tmp/ripcsuite.XXXXXX)
@@ -66,32 +80,25 @@ if [ "$parallel" = 1 ] && [ "$(echo $providers | wc -w)" -gt 1 ]; then
 	trap 'exit 143' TERM
 	wait "${jpids[@]}"
 	echo "# libripc conformance suite: providers: $providers (at once)"
-	jp=0 jf=0 jn=0 jr=()
 	for ((k = 0; k < i; k++)); do
 		grep -v '^#' "$jdir/$k" | grep -v -E '^[0-9]+ passed, [0-9]+ failed$'
 		x=$(sed -nE 's/^# Total Pass +([0-9]+)$/\1/p' "$jdir/$k")
-		jp=$((jp + ${x:-0}))
+		pass=$((pass + ${x:-0}))
 		x=$(sed -nE 's/^# Total Notrun +([0-9]+)$/\1/p' "$jdir/$k")
-		jn=$((jn + ${x:-0}))
+		notrun=$((notrun + ${x:-0}))
 		x=$(sed -nE 's/^# Total Fail +([0-9]+)$/\1/p' "$jdir/$k")
 		# A runner that did not get to its totals failed as a whole.
 		if [ -z "$x" ]; then
 			echo "# runner $((k + 1)) of $i ended without its totals:"
 			tail -n 20 "$jdir/$k"
 			x=1
-			jr+=("# FAIL the runner of provider $((k + 1)) of $i")
+			results+=("FAIL the runner of provider $((k + 1)) of $i")
 		fi
-		jf=$((jf + x))
-		while IFS= read -r l; do jr+=("$l"); done \
-			< <(grep -E '^# FAIL ' "$jdir/$k")
+		fail=$((fail + x))
+		while IFS= read -r l; do results+=("$l"); done \
+			< <(sed -n 's/^# \(FAIL .*\)$/\1/p' "$jdir/$k")
 	done
-	echo "# ------------------------------------------------------------------"
-	echo "# Total Pass    $jp"
-	echo "# Total Notrun  $jn"
-	echo "# Total Fail    $jf"
-	for r in "${jr[@]}"; do echo "$r"; done
-	echo "$jp passed, $jf failed"
-	[ "$jf" -eq 0 ]
+	totals
 	exit
 fi
 
@@ -127,8 +134,6 @@ tests=(
 export FI_TCP_IFACE=${FI_TCP_IFACE:-lo}
 export RIPC_TCP_ADDR=${RIPC_TCP_ADDR:-127.0.0.1}
 
-pass=0 fail=0 notrun=0
-results=()
 started_pids=()
 
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
@@ -233,10 +238,4 @@ for prov in $providers; do
 		run_one "$prov" "${t%%|*}" "${t#*|}"
 	done
 done
-echo "# ------------------------------------------------------------------"
-echo "# Total Pass    $pass"
-echo "# Total Notrun  $notrun"
-echo "# Total Fail    $fail"
-for r in "${results[@]}"; do echo "# $r"; done
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+totals
