@@ -458,6 +458,7 @@ static void *progress_main(void *arg)
 			/* Back from a long sleep: deadlines may be due, and
 			 * the watchdog goes back to its short period. */
 			__atomic_store_n(&g->idle, false, __ATOMIC_RELAXED);
+			__atomic_store_n(&g->wd_busy, true, __ATOMIC_RELAXED);
 			g->timers_due = true;
 			watchdog_nudge();
 		}
@@ -652,13 +653,23 @@ static bool create_thread(pthread_t *th, void *(*fn)(void *))
 /* ---- the watchdog thread ---------------------------------------------
  * Runs the transports' watchdog ops (ripc_prov.h) every 200 ms without
  * taking the library lock: the thread it rescues may be holding it.
- * Every WD_IDLE_S seconds only while the process is idle: the progress
- * thread sleeps idle and nobody holds the library lock.  The progress
- * thread waking from its idle sleep, and an application thread taking
- * the library lock while the watchdog waits its long period
- * (ripc__engine_active), nudge it back to the short period, whose first
- * run is then 200 ms later, not at once; it stays there while the lock
- * is held when it looks.  Application threads count because one that
+ * Every WD_IDLE_S seconds only once the process has been quiet for
+ * WD_QUIET_LOOKS looks in a row (~1 s): at each, the progress thread
+ * sleeps idle, nobody holds the library lock, no work was seen since the
+ * last look (wd_busy: the progress thread woke from an idle sleep, or an
+ * application thread took the library lock), and no op watches a lock
+ * seen held.  Not at the first idle look: a server answering a steady
+ * client sleeps idle between requests, so a look often finds it idle; a
+ * client killed inside shm's critical section with the server's own
+ * region lock held then left the next clients spinning until the end of
+ * a long period and 2 s more (5.0 and 6.8 s in the TSan lifecycle run of
+ * a0df366), and an op that had already seen the lock held still let the
+ * watchdog go long.  The progress thread waking from its idle sleep,
+ * and an application thread taking the library lock while the watchdog
+ * waits its long period (ripc__engine_active), nudge it back to the
+ * short period, whose first run is then 200 ms later, not at once; it
+ * stays there while the lock is held when it looks.  Application
+ * threads count because one that
  * meets a dead peer's lock (say, a receive woken by a long send whose
  * sender then died inside shm's critical section, pulling as the
  * transports' watcher) spins inside libfabric holding the library's lock
@@ -666,6 +677,7 @@ static bool create_thread(pthread_t *th, void *(*fn)(void *))
  * waited 5-10 s after an idle period instead of the ~2.2 s of the lock
  * rule. */
 #define WD_IDLE_S 5
+#define WD_QUIET_LOOKS 5
 
 /* The watchdog sleeps on a futex word rather than a condition variable:
  * a nudge, made on application threads at the API layer's lock, takes
@@ -685,7 +697,8 @@ static long wd_futex(int op, uint32_t *word, uint32_t val,
 static void *watchdog_main(void *arg)
 {
 	struct ripc_engine *g = &CTX->eng;
-	bool nudged = false;
+	bool nudged = false, watching = false;
+	unsigned quiet = 0;
 
 	(void)arg;
 	for (;;) {
@@ -703,10 +716,15 @@ static void *watchdog_main(void *arg)
 		 * that takes the lock in that instant may go un-noticed for
 		 * one long period, after which the held lock keeps the
 		 * watchdog short. */
-		bool idle = !nudged &&
-			    __atomic_load_n(&g->idle, __ATOMIC_RELAXED) &&
-			    !__atomic_load_n(&CTX->lock_owner,
-					     __ATOMIC_RELAXED);
+		bool busy = __atomic_exchange_n(&g->wd_busy, false,
+						__ATOMIC_RELAXED);
+		bool quiet_now = !nudged && !watching && !busy &&
+				 __atomic_load_n(&g->idle, __ATOMIC_RELAXED) &&
+				 !__atomic_load_n(&CTX->lock_owner,
+						  __ATOMIC_RELAXED);
+
+		quiet = quiet_now ? quiet + 1 : 0;
+		bool idle = quiet >= WD_QUIET_LOOKS;
 		struct timespec rel = { idle ? WD_IDLE_S : 0,
 					idle ? 0 : 200000000 };
 
@@ -727,11 +745,12 @@ static void *watchdog_main(void *arg)
 		nudged = err != ETIMEDOUT;
 		if (nudged)
 			continue;
+		watching = false;
 		for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
 			struct ripc_tp *t = &CTX->tp[i];
 
 			if (t->open && t->ops->watchdog)
-				t->ops->watchdog(t->p);
+				watching |= t->ops->watchdog(t->p);
 		}
 	}
 	return NULL;
@@ -762,6 +781,10 @@ static void watchdog_nudge(void)
 
 void ripc__engine_active(void)
 {
+	/* A store only when the watchdog has cleared it since: once a
+	 * look, not once a call. */
+	if (!__atomic_load_n(&CTX->eng.wd_busy, __ATOMIC_RELAXED))
+		__atomic_store_n(&CTX->eng.wd_busy, true, __ATOMIC_RELAXED);
 	if (__builtin_expect(__atomic_load_n(&CTX->eng.wd_long,
 					     __ATOMIC_RELAXED),
 			     0))

@@ -581,6 +581,11 @@ struct ripc_engine {
 	 * progress.c: a nudge may come from any thread at any moment). */
 	bool wd_long;
 	uint32_t wd_seq;          /* futex word: bumped by every nudge */
+	/* Work seen since the watchdog's last look (the progress thread
+	 * woke from an idle sleep, or an application thread took the
+	 * library lock): set by them, cleared by the watchdog, which waits
+	 * its long period only after a quiet spell (progress.c). */
+	bool wd_busy;
 };
 
 /* ---- the context ---------------------------------------------------- */
@@ -727,9 +732,11 @@ bool ripc__engine_quiet(void);
 /* Make the progress thread look now (a thread is about to sleep). */
 void ripc__engine_kick(void);
 /* An application thread took the library lock (the API layer calls it
- * after every ripc__lock): the watchdog, if it waits its idle period,
- * goes back to its short one (a mutex and a condition signal, at most
- * once a watchdog period; otherwise a load and a branch).  Lock held. */
+ * after every ripc__lock): the watchdog's next look counts the process
+ * busy, and the watchdog, if it waits its idle period, goes back to its
+ * short one (an atomic increment and a futex wake, at most once a
+ * watchdog period; otherwise two loads and a branch, and a store once a
+ * look).  Lock held. */
 void ripc__engine_active(void);
 /* Direct wake (progress.c): an application thread about to sleep in a
  * receive watches the transports itself, so that what arrives wakes it

@@ -176,8 +176,12 @@ struct ripc_prov_ops {
 	 * this process does not wait for it forever.  The exception to the
 	 * serialisation rule: called about every 200 ms from a thread that
 	 * holds no library lock (the thread that is stuck may hold it), so it
-	 * must touch only such shared state, never the handle's own. */
-	void (*watchdog)(struct ripc_prov *p);
+	 * must touch only such shared state, never the handle's own.
+	 * Returns true while it watches something that may need repairing
+	 * soon (a lock seen held, not yet released): the caller then keeps
+	 * calling it about every 200 ms, idle or not, instead of every few
+	 * seconds. */
+	bool (*watchdog)(struct ripc_prov *p);
 };
 
 /* Transports compiled into the library, indexed by enum ripc_prov_id. */

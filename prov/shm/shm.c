@@ -226,7 +226,11 @@ static int shm_open(const struct ripc_prov_opts *opts, struct ripc_prov **out,
  * released when only a dead process can hold it: in a dead process's
  * region (gone, or a zombie not yet reaped), or in our own (nobody holds
  * ours that long while alive: the longest section is one read chunk's
- * copy).  Anything that does not validate is left alone.
+ * copy).  Anything that does not validate is left alone.  While a lock
+ * is seen held and not released, the op says so, and the watchdog thread
+ * keeps looking every 200 ms even where this process is idle: the dead
+ * holder of our own region's lock is met by the peers that send to us,
+ * not by us, and nothing here would end the idle period.
  */
 #define WD_REGIONS 300
 #define WD_HELD_NS 2000000000ull
@@ -314,7 +318,8 @@ static bool pid_ended(int pid)
 	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X' || p[2] == 'x');
 }
 
-static void wd_check(uintptr_t start, int name_pid, uint64_t now)
+/* true if the region's lock is seen held and left held (watched) */
+static bool wd_check(uintptr_t start, int name_pid, uint64_t now)
 {
 	uint8_t hdr[SMR117_LOCK_OFF + sizeof(int)];
 	struct wd_region *w;
@@ -325,28 +330,28 @@ static void wd_check(uintptr_t start, int name_pid, uint64_t now)
 	/* Written by other processes (and by libfabric in this one) while
 	 * we look; the layout check copes with any value. */
 	if (!wd_rw(false, start, hdr, sizeof(hdr)))
-		return; /* unmapped meanwhile */
+		return false; /* unmapped meanwhile */
 	memcpy(&pid, hdr + SMR117_PID_OFF, sizeof(pid));
 	memcpy(&base, hdr + SMR117_BASE_OFF, sizeof(base));
 	memcpy(&lock, hdr + SMR117_LOCK_OFF, sizeof(lock));
 	if (hdr[0] != SMR117_VERSION || pid != name_pid ||
 	    (own && base != start))
-		return; /* not a layout we know: hands off */
+		return false; /* not a layout we know: hands off */
 	if (!(w = wd_slot(start)))
-		return;
+		return false;
 	w->seen = wd_scan_no;
 	if (lock == free_word) {
 		w->held_since = 0;
-		return;
+		return false;
 	}
 	if (!w->held_since) {
 		w->held_since = now;
-		return;
+		return true;
 	}
 	if (now - w->held_since < WD_HELD_NS)
-		return;
+		return true;
 	if (!own && !pid_ended(pid))
-		return; /* a live peer's own business */
+		return true; /* a live peer's own business, for now */
 	ripc__log(RIPC_LOG_WARN,
 		  "shm: region lock of %s held for %.1f s, its holder must "
 		  "have died: releasing it",
@@ -355,17 +360,19 @@ static void wd_check(uintptr_t start, int name_pid, uint64_t now)
 	/* What pthread_spin_unlock does: store the free word. */
 	wd_rw(true, start + SMR117_LOCK_OFF, &free_word, sizeof(free_word));
 	w->held_since = 0;
+	return false;
 }
 
-void ripc__shm_watchdog(struct ripc_prov *p)
+bool ripc__shm_watchdog(struct ripc_prov *p)
 {
 	FILE *maps = fopen("/proc/self/maps", "re");
 	char line[512];
 	uint64_t now = wd_now();
+	bool watching = false;
 
 	(void)p;
 	if (!maps)
-		return;
+		return false;
 	wd_scan_no++;
 	while (fgets(line, sizeof(line), maps)) {
 		unsigned long lo, hi;
@@ -379,13 +386,14 @@ void ripc__shm_watchdog(struct ripc_prov *p)
 			continue;
 		if (!strstr(line, "rw-s"))
 			continue;
-		wd_check((uintptr_t)lo, pid, now);
+		watching |= wd_check((uintptr_t)lo, pid, now);
 	}
 	fclose(maps);
 	/* Regions that are gone (peers removed, churn): free their slots. */
 	for (int i = 0; i < WD_REGIONS; i++)
 		if (wd[i].addr && wd[i].seen != wd_scan_no)
 			wd[i].addr = 0;
+	return watching;
 }
 
 const struct ripc_prov_ops ripc__prov_shm_ops =

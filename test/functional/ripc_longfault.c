@@ -1,5 +1,6 @@
 /*
- * Long sends (256 MiB) whose peer is killed in the middle of the pull.
+ * Long sends (256 MiB) whose peer is killed in the middle of the pull,
+ * and (shm) peers killed holding a region lock.
  * Run by test/scripts/faults.sh with RIPC_PROVIDER set.
  *
  *   ripc_longfault receiver-dies
@@ -48,6 +49,20 @@
  *       lock as it wakes, wakes the watchdog: ~2.2 s, against 5-10 s
  *       when only the progress thread's waking did).  Exit 77 as
  *       sender-dies-locked.
+ *   ripc_longfault client-dies-locked   (shm only)
+ *       Not a long send: the lifecycle case of a server whose client is
+ *       killed inside shm's critical section holding the server's own
+ *       region lock, which the next clients need to send.  A client sends
+ *       this process 50 messages, pauses 300 ms (this process sleeps
+ *       idle, its receives done), takes this process's region lock and is
+ *       killed; a second client then sends one message, spinning inside
+ *       libfabric until this process's watchdog frees the lock.  The
+ *       message must arrive, and before the watchdog's idle period
+ *       (5 s) has passed since the lock was taken: the watchdog had seen
+ *       work less than a second before, and once it sees the lock held
+ *       it must keep looking every 200 ms (~2.2 s in all; 5-10 s when it
+ *       went to its idle period at the first idle look, or while
+ *       watching the held lock).  Exit 77 as sender-dies-locked.
  * The last line says what happened; exit 0 if it is what must happen.
  */
 #include <pthread.h>
@@ -271,6 +286,39 @@ static bool lock_own_region(void)
 	return done;
 }
 
+/* Takes the spinlock of the region of process `owner`, mapped here as a
+ * peer's (checked as lock_own_region does, but the address at 16 is the
+ * owner's own).  false if no such region is mapped. */
+static bool lock_peer_region(pid_t owner)
+{
+	FILE *maps = fopen("/proc/self/maps", "re");
+	char line[512];
+	bool done = false;
+
+	while (maps && !done && fgets(line, sizeof(line), maps)) {
+		unsigned long lo, hi;
+		char *name = strstr(line, "/dev/shm/");
+		int pid, a, b;
+
+		if (!name || !strstr(line, "rw-s") ||
+		    sscanf(line, "%lx-%lx", &lo, &hi) != 2 ||
+		    sscanf(name + 9, "%d:%d:%d", &pid, &a, &b) != 3 ||
+		    pid != owner)
+			continue;
+		const uint8_t *r = (const uint8_t *)lo;
+		int rpid;
+
+		memcpy(&rpid, r + 4, sizeof(rpid));
+		if (r[0] != 4 || rpid != pid)
+			continue;
+		pthread_spin_lock((pthread_spinlock_t *)(uintptr_t)(lo + 24));
+		done = true;
+	}
+	if (maps)
+		fclose(maps);
+	return done;
+}
+
 /* What a sender that locked its region tells the test before it dies. */
 struct lock_report {
 	char ok;       /* it found and took its region's lock */
@@ -462,6 +510,147 @@ static int idle_sender_dies_locked(void)
 	return 0;
 }
 
+#define TICKS 50
+
+/* A client of client-dies-locked: says hello and waits for the answer
+ * `rounds` times (the first messages to a new same-host peer travel as
+ * doorbell datagrams, ripc/bell.c: after these the pair talks over shm),
+ * then waits for a byte on go_fd. */
+static uint16_t warm_client(uint16_t server, unsigned rounds, int go_fd)
+{
+	uint16_t id = ripc_register_random_service_id();
+	struct ft_msg a;
+	char go;
+
+	for (unsigned i = 0; i < rounds; i++) {
+		if (ft_send_word(id, server, "hello") ||
+		    ft_recv(id, &a, 20000))
+			_exit(1);
+		ft_msg_free(&a, true);
+	}
+	if (read(go_fd, &go, 1) != 1)
+		_exit(1);
+	return id;
+}
+
+/* Answers `rounds` hellos (warm_client). */
+static bool serve_hellos(uint16_t me, unsigned rounds)
+{
+	for (unsigned i = 0; i < rounds; i++) {
+		uint16_t from = 0;
+
+		if (!take_hello(me, &from) || ft_send_word(me, from, "ack"))
+			return false;
+	}
+	return true;
+}
+
+static int client_dies_locked(void)
+{
+	uint16_t me = ripc_register_random_service_id();
+	struct lock_report rep;
+	struct ft_msg m;
+	pid_t locker, next, server = getpid();
+	int r = 1, lpfd[2], goa[2], gob[2];
+	const unsigned warm = 10;
+	const char *why = NULL;
+	bool got;
+	double dt;
+
+	if (me == RIPC_INVALID_SERVICE_ID)
+		return fail("register");
+	if (pipe(lpfd) || pipe(goa) || pipe(gob))
+		return fail("pipe");
+	if ((locker = fork()) < 0)
+		return fail("fork");
+	if (locker == 0) {
+		/* The client that dies holding our lock: traffic, then
+		 * (told to) a pause, the lock, the report, SIGKILL. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
+		uint16_t id = warm_client(me, warm, goa[0]);
+
+		for (int i = 0; i < TICKS; i++)
+			if (ft_send_word(id, me, "tick"))
+				_exit(1);
+		usleep(300000);
+		rep.ok = lock_peer_region(server);
+		rep.t_sent = ft_now();
+		if (write(lpfd[1], &rep, sizeof(rep)) != sizeof(rep))
+			_exit(1);
+		raise(SIGKILL);
+		_exit(1);
+	}
+	close(lpfd[1]); /* EOF if the child ends before it writes */
+	if ((next = fork()) < 0) {
+		reap(locker);
+		return fail("fork");
+	}
+	if (next == 0) {
+		/* The next client: connected over shm before the lock is
+		 * taken, sends once it is. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
+		uint16_t id = warm_client(me, warm, gob[0]);
+
+		r = ft_send_word(id, me, "next");
+		ripc_finalize();
+		_exit(r);
+	}
+	why = "the clients' hellos";
+	if (!serve_hellos(me, 2 * warm))
+		goto out;
+	why = "the first client's traffic did not come";
+	if (write(goa[1], "g", 1) != 1)
+		goto out;
+	for (int i = 0; i < TICKS; i++) {
+		bool tick = !ft_recv(me, &m, 20000) && ft_is_word(&m, "tick");
+
+		ft_msg_free(&m, true);
+		if (!tick)
+			goto out;
+	}
+	/* Outside the library, as a server asleep between requests, until
+	 * the first client holds our lock and is dead. */
+	why = NULL; /* take_report says why */
+	if ((r = take_report(lpfd[0], &rep)))
+		goto out;
+	siginfo_t si_child;
+
+	r = 1;
+	why = "the first client did not die as planned";
+	if (waitid(P_PID, (id_t)locker, &si_child, WEXITED | WNOWAIT) ||
+	    si_child.si_code != CLD_KILLED)
+		goto out;
+	why = "the next client's message did not arrive";
+	if (write(gob[1], "g", 1) != 1)
+		goto out;
+	got = !ft_recv(me, &m, 20000) && ft_is_word(&m, "next");
+	dt = ft_now() - rep.t_sent;
+
+	ft_msg_free(&m, true);
+	if (!got)
+		goto out;
+	why = NULL;
+	if (dt >= 5.0) {
+		printf("the next client's message arrived %.2f s after the "
+		       "lock was taken: the watchdog waited its idle period\n",
+		       dt);
+		goto out;
+	}
+	why = "the process no longer works";
+	if (!still_works(me))
+		goto out;
+	why = NULL;
+	r = 0;
+	printf("client killed holding this process's shm region lock after "
+	       "a 300 ms pause in traffic: the next client's message arrived "
+	       "%.2f s after the lock was taken; the process still works\n",
+	       dt);
+out:
+	reap(next);
+	reap(locker);
+	return why ? fail(why) : r;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -480,9 +669,12 @@ int main(int argc, char **argv)
 		return sender_dies(true);
 	if (argc == 2 && !strcmp(argv[1], "idle-sender-dies-locked"))
 		return idle_sender_dies_locked();
+	if (argc == 2 && !strcmp(argv[1], "client-dies-locked"))
+		return client_dies_locked();
 	fprintf(stderr,
 		"usage: %s receiver-dies|replier-dies|sender-dies|"
-		"sender-dies-locked|idle-sender-dies-locked\n",
+		"sender-dies-locked|idle-sender-dies-locked|"
+		"client-dies-locked\n",
 		argv[0]);
 	return 2;
 }
