@@ -655,23 +655,25 @@ static bool create_thread(pthread_t *th, void *(*fn)(void *))
  * taking the library lock: the thread it rescues may be holding it.
  * Every WD_IDLE_S seconds only once the process has been quiet for
  * WD_QUIET_LOOKS looks in a row (~1 s): at each, the progress thread
- * sleeps idle, nobody holds the library lock, no work was seen since the
- * last look (wd_busy: the progress thread woke from an idle sleep, or an
- * application thread took the library lock), and no op watches a lock
- * seen held.  Not at the first idle look: a server answering a steady
- * client sleeps idle between requests, so a look often finds it idle; a
- * client killed inside shm's critical section with the server's own
- * region lock held then left the next clients spinning until the end of
- * a long period and 2 s more (5.0 and 6.8 s in the TSan lifecycle run of
- * a0df366), and an op that had already seen the lock held still let the
- * watchdog go long.  The progress thread waking from its idle sleep,
- * and an application thread taking the library lock while the watchdog
- * waits its long period (ripc__engine_active), nudge it back to the
- * short period, whose first run is then 200 ms later, not at once; it
- * stays there while the lock is held when it looks.  Application
- * threads count because one that
- * meets a dead peer's lock (say, a receive woken by a long send whose
- * sender then died inside shm's critical section, pulling as the
+ * sleeps idle, nobody holds the library lock, and no work was seen since
+ * the last look (wd_busy: the progress thread woke from an idle sleep,
+ * or an application thread took the library lock); and never while an
+ * op watches a lock seen held.
+ *
+ * Not at the first idle look: a server answering a steady client sleeps
+ * idle between requests, so a look often finds it idle.  A client killed
+ * inside shm's critical section with the server's own region lock held
+ * then left the next clients spinning until the end of a long period and
+ * 2 s more (5.0 and 6.8 s in the TSan lifecycle run of a0df366); an op
+ * that had already seen the lock held did not keep the period short.
+ *
+ * The progress thread waking from its idle sleep, and an application
+ * thread taking the library lock while the watchdog waits its long
+ * period (ripc__engine_active), nudge it back to the short period, whose
+ * first run is then 200 ms later, not at once; it stays there while the
+ * library lock is held when it looks.  Application threads count because
+ * one that meets a dead peer's lock (say, a receive woken by a long send
+ * whose sender then died inside shm's critical section, pulling as the
  * transports' watcher) spins inside libfabric holding the library's lock
  * while the progress thread sleeps on: on the long period such a thread
  * waited 5-10 s after an idle period instead of the ~2.2 s of the lock
@@ -718,13 +720,17 @@ static void *watchdog_main(void *arg)
 		 * watchdog short. */
 		bool busy = __atomic_exchange_n(&g->wd_busy, false,
 						__ATOMIC_RELAXED);
-		bool quiet_now = !nudged && !watching && !busy &&
+		bool quiet_now = !nudged && !busy &&
 				 __atomic_load_n(&g->idle, __ATOMIC_RELAXED) &&
 				 !__atomic_load_n(&CTX->lock_owner,
 						  __ATOMIC_RELAXED);
 
 		quiet = quiet_now ? quiet + 1 : 0;
-		bool idle = quiet >= WD_QUIET_LOOKS;
+		/* A watched lock keeps the period short but does not end a
+		 * quiet spell: an idle process that has mapped a busy
+		 * peer's region often finds that lock held for an instant,
+		 * and then looks once more, 200 ms later, not five times. */
+		bool idle = !watching && quiet >= WD_QUIET_LOOKS;
 		struct timespec rel = { idle ? WD_IDLE_S : 0,
 					idle ? 0 : 200000000 };
 
