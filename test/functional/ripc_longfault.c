@@ -250,46 +250,12 @@ static int replier_dies(void)
 	return 0;
 }
 
-/* Takes the spinlock of this process's own shm region the way libfabric
- * 1.17 does inside its critical sections (layout as prov/shm/shm.c
- * checks it: version 4 at 0, our pid at 4, the region's address at 16,
- * the lock at 24).  false if no such region is mapped. */
-static bool lock_own_region(void)
-{
-	FILE *maps = fopen("/proc/self/maps", "re");
-	char line[512];
-	bool done = false;
-
-	while (maps && !done && fgets(line, sizeof(line), maps)) {
-		unsigned long lo, hi;
-		char *name = strstr(line, "/dev/shm/");
-		int pid, a, b;
-
-		if (!name || !strstr(line, "rw-s") ||
-		    sscanf(line, "%lx-%lx", &lo, &hi) != 2 ||
-		    sscanf(name + 9, "%d:%d:%d", &pid, &a, &b) != 3 ||
-		    pid != getpid())
-			continue;
-		const uint8_t *r = (const uint8_t *)lo;
-		int rpid;
-		uintptr_t base;
-
-		memcpy(&rpid, r + 4, sizeof(rpid));
-		memcpy(&base, r + 16, sizeof(base));
-		if (r[0] != 4 || rpid != pid || base != lo)
-			continue;
-		pthread_spin_lock((pthread_spinlock_t *)(uintptr_t)(lo + 24));
-		done = true;
-	}
-	if (maps)
-		fclose(maps);
-	return done;
-}
-
-/* Takes the spinlock of the region of process `owner`, mapped here as a
- * peer's (checked as lock_own_region does, but the address at 16 is the
- * owner's own).  false if no such region is mapped. */
-static bool lock_peer_region(pid_t owner)
+/* Takes the spinlock of the shm region of process `owner` the way
+ * libfabric 1.17 does inside its critical sections (layout as
+ * prov/shm/shm.c checks it: version 4 at 0, the owner's pid at 4, the
+ * region's address in its owner at 16, the lock at 24): our own region,
+ * or a peer's as mapped here.  false if no such region is mapped. */
+static bool lock_region(pid_t owner)
 {
 	FILE *maps = fopen("/proc/self/maps", "re");
 	char line[512];
@@ -307,9 +273,12 @@ static bool lock_peer_region(pid_t owner)
 			continue;
 		const uint8_t *r = (const uint8_t *)lo;
 		int rpid;
+		uintptr_t base;
 
 		memcpy(&rpid, r + 4, sizeof(rpid));
-		if (r[0] != 4 || rpid != pid)
+		memcpy(&base, r + 16, sizeof(base));
+		if (r[0] != 4 || rpid != pid ||
+		    (owner == getpid() && base != lo))
 			continue;
 		pthread_spin_lock((pthread_spinlock_t *)(uintptr_t)(lo + 24));
 		done = true;
@@ -352,7 +321,7 @@ sender_child(uint16_t me, int report_fd, unsigned idle_s)
 	if (ripc_send_long(id, me, b, l, 1, NULL, NULL, 0))
 		_exit(1);
 	if (report_fd >= 0) {
-		rep.ok = lock_own_region();
+		rep.ok = lock_region(getpid());
 		rep.t_sent = ft_now();
 		if (write(report_fd, &rep, sizeof(rep)) != sizeof(rep))
 			_exit(1);
@@ -363,7 +332,7 @@ sender_child(uint16_t me, int report_fd, unsigned idle_s)
 
 /* The locked sender's report: 0 if it holds its lock, else the test's
  * result (it ended before it wrote; 77 where shm's region is not the
- * one lock_own_region knows). */
+ * one lock_region knows). */
 static int take_report(int fd, struct lock_report *rep)
 {
 	if (read(fd, rep, sizeof(*rep)) != sizeof(*rep))
@@ -573,7 +542,7 @@ static int client_dies_locked(void)
 			if (ft_send_word(id, me, "tick"))
 				_exit(1);
 		usleep(300000);
-		rep.ok = lock_peer_region(server);
+		rep.ok = lock_region(server);
 		rep.t_sent = ft_now();
 		if (write(lpfd[1], &rep, sizeof(rep)) != sizeof(rep))
 			_exit(1);
