@@ -68,6 +68,9 @@
 #                   first_send_us, from just before the first send), with
 #                   the default resolver and with RIPC_RESOLVER=0; only in
 #                   the first LIFE_ROUNDS rounds
+# for tcp also the raw libfabric counterpart, fi_rdm_think<T>ms
+# (raw/fi_rma_bench -Z: tcp through rxm's passthrough, both sides asleep on
+# the CQ's wait fd whenever they wait, pinned),
 # and once per round the kernel-TCP counterpart (tcp_socket_think<T>ms,
 # raw/tcp_bench -Z, and tcp_socket_unpinned_think<T>ms), in the first LIFE_ROUNDS rounds tcp_socket_first
 # (raw/tcp_bench -F) and the idle cost (ripc_idle, IDLE_SEC seconds, all
@@ -630,6 +633,21 @@ step_ripc_sparse() { # PROV [unpinned]
 	stop_srv
 }
 
+# Raw libfabric's sparse request/reply (tcp): the floor of libripc's,
+# as a process must sleep on its CQ's wait fd to be idle.
+step_raw_sparse() {
+	local port t
+	for t in $SPARSE_THINK; do
+		port=$(free_port)
+		srv rawsp "$RAW/fi_rma_bench" -p tcp -s -P "$port" -Z "$t" -R "" \
+			-T "$PROC_LIMIT"
+		cli rawspc "$RAW/fi_rma_bench" -p tcp -P "$port" -Z "$t" \
+			-L "$SPARSE_SIZE" -n "$SPARSE_ITERS" -t "$SPARSE_SEC" -R "" \
+			-T "$PROC_LIMIT"
+		stop_srv
+	done
+}
+
 step_tcp_sparse() { # [unpinned]
 	local port name=tcp_socket
 	if [ "${1:-}" = unpinned ]; then
@@ -907,6 +925,7 @@ for ((r = 1; r <= REPS; r++)); do
 		if want life; then
 			run_step "$r" "libripc-sparse-$p" step_ripc_sparse "$p"
 			run_step "$r" "libripc-sparse-unpinned-$p" step_ripc_sparse "$p" unpinned
+			[ "$p" = tcp ] && run_step "$r" raw-sparse-tcp step_raw_sparse
 			if [ "$r" -le "$LIFE_ROUNDS" ]; then
 				run_step "$r" "libripc-first-$p" step_ripc_first "$p" 1
 				run_step "$r" "libripc-first-noresolver-$p" step_ripc_first "$p" 0
@@ -1083,7 +1102,8 @@ targets_12_14() {
 			a="libripc_think${t}ms $p $z" b="tcp_socket_think${t}ms tcp $z"
 			[ -n "${MED[$a lat_us]:-}" ] && [ -n "${MED[$b lat_us]:-}" ] || continue
 			if [ "$p" = tcp ]; then
-				lines+=("* sparse $t ms, tcp: median $(ratio "$a lat_us" "$b lat_us") of kernel TCP ($(le "$a lat_us" "$b lat_us" 1.2) the 1.2x target)")
+				local rw="fi_rdm_think${t}ms tcp $z"
+				lines+=("* sparse $t ms, tcp: median $(ratio "$a lat_us" "$b lat_us") of kernel TCP ($(le "$a lat_us" "$b lat_us" 1.2) the 1.2x target)$([ -n "${MED[$rw lat_us]:-}" ] && echo "; $(ratio "$a lat_us" "$rw lat_us") of raw libfabric asleep on its CQ's wait fd (fi_rdm_think), which is itself $(ratio "$rw lat_us" "$b lat_us") of kernel TCP")")
 			else
 				lines+=("* sparse $t ms, $p: median $(ratio "$a lat_us" "$b lat_us") of kernel TCP ($(le "$a lat_us" "$b lat_us" 1.0) the 1.0x target), p99 $(ratio "$a lat_p99_us" "$b lat_p99_us") ($(le "$a lat_p99_us" "$b lat_p99_us" 2.0) the 2x target)")
 			fi

@@ -52,6 +52,15 @@
  *             MADV_HUGEPAGE, as libripc's ripc_buf_alloc() makes it from
  *             2 MiB (shm reads it with process_vm_readv, faster from huge
  *             pages); prints <prefix>_pullhuge.
+ *   -Z ms     sparse ping-pong, the raw floor of libripc's sparse
+ *             request/reply (ripc_sparse) and the counterpart of kernel
+ *             TCP's (tcp_bench -Z): the client sleeps ms between round
+ *             trips, each timed alone (median); both sides open the CQ
+ *             with a wait fd and, whenever they wait, sleep on it at once
+ *             (fi_trywait, then poll), as a process blocked in recv()
+ *             does.  Prints <prefix>_think<ms>ms <transport> SIZE lat_us
+ *             and lat_p99_us.
+ *             Give -Z to the server too (any value: it then blocks).
  *   -G        ping-pong with a gather copy: both sides memcpy the payload
  *             into their send buffer before every send, as libripc's
  *             short send gathers its items into a bounce buffer.  Fresh
@@ -62,6 +71,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -93,7 +103,7 @@ struct pull_req { uint32_t magic, pad; uint64_t addr, key, len; };
 static struct {
 	const char *prov, *addr, *sys, *tr, *lat_sizes, *rd_sizes, *pull_sizes;
 	int port, server, verbose, window, timeout, median, pull_reg, gather,
-	    pull_huge;
+	    pull_huge, think_ms;
 	long lat_iters;
 	double max_sec;
 	size_t rd_bytes, chunk;
@@ -110,6 +120,7 @@ static struct fid_fabric *fabric;
 static struct fid_domain *domain;
 static struct fid_av *av;
 static struct fid_cq *cq;
+static int cq_fd = -1;	/* -Z: the CQ's wait fd */
 static struct fid_ep *ep;
 static fi_addr_t peer;
 static uint64_t mr_mode;
@@ -188,8 +199,8 @@ static void open_fabric(void)
 	/* Side experiment: FI_RMA_BENCH_WAIT_FD=1 opens the CQ with a wait
 	 * fd, as a process that must be able to sleep on it does (libripc on
 	 * tcp), and still busy-polls it: what the wait object alone costs. */
-	if (getenv("FI_RMA_BENCH_WAIT_FD") &&
-	    !strcmp(getenv("FI_RMA_BENCH_WAIT_FD"), "1"))
+	if ((getenv("FI_RMA_BENCH_WAIT_FD") &&
+	     !strcmp(getenv("FI_RMA_BENCH_WAIT_FD"), "1")) || opt.think_ms)
 		cq_attr.wait_obj = FI_WAIT_FD;
 	struct fi_av_attr av_attr = { .type = FI_AV_UNSPEC };
 	const char *node = NULL;
@@ -237,6 +248,8 @@ static void open_fabric(void)
 	CHK(fi_ep_bind(ep, &av->fid, 0));
 	CHK(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
 	CHK(fi_enable(ep));
+	if (opt.think_ms)
+		CHK(fi_control(&cq->fid, FI_GETWAIT, &cq_fd));
 }
 
 /* Register buf; returns the MR (NULL when the provider does not need one
@@ -292,10 +305,27 @@ static void progress(void)
 	if (_r) { fprintf(stderr, "%s: %s\n", #call, fi_strerror(-_r)); exit(1); } \
 } while (0)
 
+/* -Z: sleep on the CQ's wait fd until it may have something (the
+ * libfabric rule: fi_trywait first; it fails when events are pending
+ * that no fd will signal). */
+static void block(void)
+{
+	struct fid *f = &cq->fid;
+	struct pollfd pfd = { .fd = cq_fd, .events = POLLIN };
+
+	if (fi_trywait(fabric, &f, 1) == FI_SUCCESS)
+		(void)poll(&pfd, 1, 1000);
+}
+
 static void wait_count(uint64_t *ctr, uint64_t target)
 {
-	while (*ctr < target)
+	for (;;) {
 		progress();
+		if (*ctr >= target)
+			return;
+		if (opt.think_ms)
+			block();
+	}
 }
 
 static struct fi_context rx_ctx, tx_ctx, rd_ctx[MAX_WINDOW];
@@ -505,6 +535,54 @@ static void cma_probe(pid_t pid, uint64_t addr)
 		(int)pid, n == 8 ? "ok" : strerror(errno));
 }
 
+/* -Z: one timed round trip per think time, each size; median. */
+static void run_sparse(char *rx, struct fid_mr *rx_mr, char *tx,
+		       struct fid_mr *tx_mr, size_t msg_max)
+{
+	double *rt = malloc((opt.lat_iters + 1) * sizeof(*rt));
+	char *list = strdup(opt.lat_sizes), *tok, *save, name[64];
+	struct timespec think = { opt.think_ms / 1000,
+				  (long)(opt.think_ms % 1000) * 1000000 };
+
+	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		size_t sz = atol(tok);
+		long i, done = 0, warm = 5;
+		double deadline = now() + opt.max_sec + 0.5;
+
+		for (i = 0; i < warm + opt.lat_iters; i++) {
+			uint64_t r = n_rx + 1;
+
+			nanosleep(&think, NULL);
+			double t0 = now();
+			POST(fi_recv(ep, rx, msg_max, desc(rx_mr), FI_ADDR_UNSPEC, &rx_ctx));
+			send_msg(tx, sz, desc(tx_mr));
+			wait_count(&n_rx, r);
+			if (last_rx_len != sz) {
+				fprintf(stderr, "echo of %zu bytes came back as %zu\n", sz, last_rx_len);
+				exit(1);
+			}
+			if (i >= warm)
+				rt[done++] = (now() - t0) * 1e6 / 2;
+			if (done >= 20 && now() > deadline)
+				break;
+		}
+		qsort(rt, done, sizeof(*rt), cmp_double);
+		snprintf(name, sizeof(name), "%s_think%dms", opt.sys, opt.think_ms);
+		printf("%s %s %zu lat_us %.2f us\n", name, opt.tr,
+		       sz, done % 2 ? rt[done / 2] : (rt[done / 2 - 1] + rt[done / 2]) / 2);
+		/* p99 by nearest rank, as tcp_bench -Z takes it */
+		long k = (long)(0.99 * done);
+
+		if (k < 0.99 * done) k++;
+		if (k < 1) k = 1;
+		printf("%s %s %zu lat_p99_us %.2f us\n", name, opt.tr, sz,
+		       rt[(k > done ? done : k) - 1]);
+		fflush(stdout);
+	}
+	free(list);
+	free(rt);
+}
+
 static void run_client(int oob)
 {
 	size_t lat_max = max_of(opt.lat_sizes), rd_max = max_of(opt.rd_sizes);
@@ -536,7 +614,12 @@ static void run_client(int oob)
 			(unsigned long long)mi.addr, (unsigned long long)mi.key,
 			(unsigned long long)mi.len);
 
-	/* 2. ping-pong latency */
+	/* 2. ping-pong latency (-Z: sparse, see run_sparse) */
+	if (opt.think_ms) {
+		run_sparse(rx, rx_mr, tx, tx_mr, msg_max);
+		opt.lat_sizes = "";
+		rd_skip = 1;
+	}
 	double *rt = opt.median ? malloc((opt.lat_iters + 1) * sizeof(*rt)) : NULL;
 	list = strdup(opt.lat_sizes);
 	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -656,7 +739,7 @@ static void usage(const char *p)
 		"  -S  system prefix (fi_rdm)   -X transport label   -v  verbose to stderr\n"
 		"  -M  median latency   -U  pull sizes ('' skips)   -K  register per pull\n"
 		"  -C  largest read of a pull (8 MiB)   -G  copy the payload before each send\n"
-		"  -H  pull from a huge-page buffer\n", p);
+		"  -H  pull from a huge-page buffer   -Z  sparse: think ms, sleep on the CQ\n", p);
 	exit(2);
 }
 
@@ -667,7 +750,7 @@ int main(int argc, char **argv)
 	char name[256], peer_name[256];
 	uint64_t len;
 
-	while ((c = getopt(argc, argv, "p:sa:P:L:R:n:W:t:T:S:X:vhMU:KC:GH")) != -1) {
+	while ((c = getopt(argc, argv, "p:sa:P:L:R:n:W:t:T:S:X:vhMU:KC:GHZ:")) != -1) {
 		switch (c) {
 		case 'p': opt.prov = optarg; break;
 		case 's': opt.server = 1; break;
@@ -688,6 +771,7 @@ int main(int argc, char **argv)
 		case 'H': opt.pull_huge = 1; break;
 		case 'C': opt.chunk = atol(optarg); break;
 		case 'G': opt.gather = 1; break;
+		case 'Z': opt.think_ms = atoi(optarg); break;
 		default: usage(argv[0]);
 		}
 	}

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # sparse_ab.sh - sparse request/reply over tcp after idleness: libripc with
-# rxm's passthrough, libripc without it, and kernel TCP, one after the other
-# in every round, pinned (server CPU 0, client CPU 1), then the medians of
-# the rounds, their ranges and the paired difference on - off.  Side
-# experiment of perf_notes.md (sparse tcp, "Settled on 11-29").
+# rxm's passthrough, libripc without it, raw libfabric (tcp through the
+# passthrough, sleeping on its CQ's wait fd whenever it waits:
+# raw/fi_rma_bench -Z) and kernel TCP (raw/tcp_bench -Z), one after the
+# other in every round, pinned (server CPU 0, client CPU 1), then the
+# medians of the rounds, their ranges, the paired difference on - off and
+# each one's ratio to raw libfabric and to kernel TCP in the same round.
+# Side experiment of perf_notes.md (sparse tcp, "Settled on 11-29").
 #
 #   test/benchmarks/sparse_ab/sparse_ab.sh [-b build] [-r rounds] [-x think_ms] [-t seconds]
 #
@@ -24,7 +27,7 @@ while getopts "b:r:x:t:" o; do
 	esac
 done
 BIN=$B/test/benchmarks/.libs RAW=$B/test/benchmarks/raw
-for f in "$BIN/ripc_sparse" "$RAW/tcp_bench"; do
+for f in "$BIN/ripc_sparse" "$RAW/tcp_bench" "$RAW/fi_rma_bench"; do
 	[ -x "$f" ] || { echo "sparse_ab.sh: $f not built" >&2; exit 1; }
 done
 tmp=$(mktemp -d /tmp/sparse_ab.XXXXXX)
@@ -42,8 +45,18 @@ export LD_LIBRARY_PATH=$B/.libs RIPC_RESOLVER=0 FI_TCP_IFACE=lo \
 stop_srv() { kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null; srv=; }
 
 for r in $(seq 1 "$rounds"); do
-	for m in on off tcp; do
-		if [ "$m" = tcp ]; then
+	for m in on off raw tcp; do
+		if [ "$m" = raw ]; then
+			port=$((20000 + RANDOM % 20000))
+			FI_OFI_RXM_ENABLE_PASSTHRU=1 taskset -c 0 \
+				"$RAW/fi_rma_bench" -p tcp -s -P "$port" -Z 1 -T 60 &
+			srv=$!
+			sleep 0.3
+			FI_OFI_RXM_ENABLE_PASSTHRU=1 taskset -c 1 \
+				"$RAW/fi_rma_bench" -p tcp -P "$port" -Z "$think" -L 64 \
+				-n 1000 -t "$secs" -T 60 | grep ' lat_us ' |
+				sed "s/^fi_rdm_think[0-9]*ms/r$r raw_libfabric/"
+		elif [ "$m" = tcp ]; then
 			port=$((20000 + RANDOM % 20000))
 			taskset -c 0 "$RAW/tcp_bench" -s -P "$port" -T 60 &
 			srv=$!
@@ -83,15 +96,18 @@ print(f"# one-way us at {sys.argv[2]} ms think: median of the rounds (range)")
 for k, v in sorted(d.items()):
     x = list(v.values())
     print(f"{k:26s} {statistics.median(x):8.1f}  ({min(x):.1f}-{max(x):.1f}, {len(x)} rounds)")
-on, off, t = (d.get(k, {}) for k in
-              ("libripc_passthru_on", "libripc_passthru_off", "tcp_socket"))
+on, off, raw, t = (d.get(k, {}) for k in
+                   ("libripc_passthru_on", "libripc_passthru_off",
+                    "raw_libfabric", "tcp_socket"))
 both = [r for r in on if r in off]
 if both:
     diff = [on[r] - off[r] for r in both]
     print(f"paired on - off: median {statistics.median(diff):.1f} us, "
           f"on slower in {sum(x > 0 for x in diff)} of {len(diff)}")
-for k, v in (("on", on), ("off", off)):
-    rs = [v[r] / t[r] for r in v if r in t]
-    if rs:
-        print(f"passthrough {k} / kernel TCP, same round: median {statistics.median(rs):.2f}x")
+for k, v in (("libripc, passthrough on", on), ("libripc, passthrough off", off),
+             ("raw libfabric", raw)):
+    for base, bname in ((raw, "raw libfabric"), (t, "kernel TCP")):
+        rs = [v[r] / base[r] for r in v if r in base]
+        if rs and v is not base:
+            print(f"{k} / {bname}, same round: median {statistics.median(rs):.2f}x")
 PY
