@@ -460,6 +460,13 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Sorts v[0..n-1] (n > 0) and returns its median. */
+static double sorted_median(double *v, long n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 /* -U: one message in flight; the client only posts, waits and polls
  * (its CQ polling is what lets tcp serve the server's reads). */
 static void run_pull_client(char *rx, struct fid_mr *rx_mr, size_t msg_max)
@@ -566,10 +573,11 @@ static void run_sparse(char *rx, struct fid_mr *rx_mr, char *tx,
 			if (done >= 20 && now() > deadline)
 				break;
 		}
-		qsort(rt, done, sizeof(*rt), cmp_double);
+		if (!done)
+			continue;
 		snprintf(name, sizeof(name), "%s_think%dms", opt.sys, opt.think_ms);
-		printf("%s %s %zu lat_us %.2f us\n", name, opt.tr,
-		       sz, done % 2 ? rt[done / 2] : (rt[done / 2 - 1] + rt[done / 2]) / 2);
+		printf("%s %s %zu lat_us %.2f us\n", name, opt.tr, sz,
+		       sorted_median(rt, done));
 		/* p99 by nearest rank, as tcp_bench -Z takes it */
 		long k = (long)(0.99 * done);
 
@@ -656,9 +664,7 @@ static void run_client(int oob)
 			long k;
 			for (k = 0; k < done; k++)
 				rt[k] = (rt[k + 1] - rt[k]) * 1e6 / 2;
-			qsort(rt, done, sizeof(*rt), cmp_double);
-			print_line("lat_us", sz, done % 2 ? rt[done / 2] :
-				   (rt[done / 2 - 1] + rt[done / 2]) / 2, "us");
+			print_line("lat_us", sz, sorted_median(rt, done), "us");
 			continue;
 		}
 		print_line("lat_us", sz, (now() - t0) * 1e6 / done / 2, "us");

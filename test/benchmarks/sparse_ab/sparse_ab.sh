@@ -6,7 +6,7 @@
 # other in every round, pinned (server CPU 0, client CPU 1), then the
 # medians of the rounds, their ranges, the paired difference on - off and
 # each one's ratio to raw libfabric and to kernel TCP in the same round.
-# Side experiment of perf_notes.md (sparse tcp, "Settled on 11-29").
+# Side experiment of perf_notes.md (sparse tcp, "Followed on 11-29").
 #
 #   test/benchmarks/sparse_ab/sparse_ab.sh [-b build] [-r rounds] [-x think_ms] [-t seconds]
 #
@@ -55,7 +55,8 @@ for r in $(seq 1 "$rounds"); do
 			FI_OFI_RXM_ENABLE_PASSTHRU=1 taskset -c 1 \
 				"$RAW/fi_rma_bench" -p tcp -P "$port" -Z "$think" -L 64 \
 				-n 1000 -t "$secs" -T 60 | grep ' lat_us ' |
-				sed "s/^fi_rdm_think[0-9]*ms/r$r raw_libfabric/"
+				sed "s/^fi_rdm_think[0-9]*ms/r$r raw_libfabric/" |
+				tee -a "$tmp/lines"
 		elif [ "$m" = tcp ]; then
 			port=$((20000 + RANDOM % 20000))
 			taskset -c 0 "$RAW/tcp_bench" -s -P "$port" -T 60 &
@@ -63,7 +64,8 @@ for r in $(seq 1 "$rounds"); do
 			sleep 0.3
 			taskset -c 1 "$RAW/tcp_bench" -P "$port" -L 64 -Z "$think" \
 				-n 1000 -t "$secs" -q | grep ' lat_us ' |
-				sed "s/^tcp_socket_think[0-9]*ms/r$r tcp_socket/"
+				sed "s/^tcp_socket_think[0-9]*ms/r$r tcp_socket/" |
+				tee -a "$tmp/lines"
 		else
 			v=1
 			[ "$m" = off ] && v=0
@@ -79,11 +81,13 @@ for r in $(seq 1 "$rounds"); do
 			FI_OFI_RXM_ENABLE_PASSTHRU=$v taskset -c 1 \
 				"$BIN/ripc_sparse" -N "passthru_$m" -p tcp -x "$think" \
 				-S 64 -n 1000 -t "$secs" "$(cat "$tmp/ready")" |
-				grep ' lat_us ' | sed "s/^passthru_${m}_think[0-9]*ms/r$r libripc_passthru_$m/"
+				grep ' lat_us ' |
+				sed "s/^passthru_${m}_think[0-9]*ms/r$r libripc_passthru_$m/" |
+				tee -a "$tmp/lines"
 		fi
 		stop_srv
 	done
-done | tee "$tmp/lines"
+done
 
 python3 - "$tmp/lines" "$think" <<'PY'
 import re, statistics, sys
