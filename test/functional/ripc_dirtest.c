@@ -30,6 +30,7 @@
 
 #include "dir_record.h"
 #include "directory.h"
+#include "env.h"
 #include "log.h"
 
 #ifndef RIPC_HAVE_ZOOKEEPER
