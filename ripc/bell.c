@@ -213,6 +213,36 @@ bool ripc__bell_unhush(void)
 	return true;
 }
 
+/* Ring the doorbell of registry record slot, held by incarnation inc, if
+ * its progress sleeps armed: true if a datagram went.  Atomics and one
+ * datagram, no lock: also called from the watchdog thread. */
+static bool ring_slot(int slot, uint64_t inc)
+{
+	struct sockaddr_un a;
+	uint32_t *word;
+	socklen_t len;
+
+	if (CTX->bell.out < 0 || !(word = ripc__reg_sleep_word(slot)))
+		return false;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	/* A busy peer's word is 0: one load per message, nothing more.
+	 * Whose word it is matters only when it is set. */
+	if (!__atomic_load_n(word, __ATOMIC_RELAXED) ||
+	    !ripc__reg_holds(slot, inc) ||
+	    !__atomic_exchange_n(word, 0, __ATOMIC_SEQ_CST))
+		return false;
+	if (!ripc__reg_holds(slot, inc)) {
+		/* It changed hands just now: the word we took is the
+		 * newcomer's.  Give it back (at worst one ring it did not
+		 * need). */
+		__atomic_store_n(word, 1, __ATOMIC_SEQ_CST);
+		return false;
+	}
+	len = bell_addr(inc, &a);
+	return sendto(CTX->bell.out, "", 1, MSG_DONTWAIT,
+		      (struct sockaddr *)&a, len) == 1;
+}
+
 /* After handing work to a same-host peer over shm: wake it if it sleeps.
  *
  * Only while its registry slot is still its own.  A peer that has ended
@@ -224,34 +254,24 @@ bool ripc__bell_unhush(void)
  * request answered, the answer never noticed, 10 s timeout). */
 void ripc__bell_ring(const struct ripc_peer *peer)
 {
-	struct sockaddr_un a;
-	uint32_t *word;
-	socklen_t len;
-	int slot = peer->reg_slot1 - 1;
-
-	if (peer->reg_slot1 == 0 || CTX->bell.out < 0)
-		return;
-	word = ripc__reg_sleep_word(slot);
-	if (!word)
-		return;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	/* A busy peer's word is 0: one load per message, nothing more.
-	 * Whose word it is matters only when it is set. */
-	if (!__atomic_load_n(word, __ATOMIC_RELAXED) ||
-	    !ripc__reg_holds(slot, peer->inc) ||
-	    !__atomic_exchange_n(word, 0, __ATOMIC_SEQ_CST))
-		return;
-	if (!ripc__reg_holds(slot, peer->inc)) {
-		/* It changed hands just now: the word we took is the
-		 * newcomer's.  Give it back (at worst one ring it did not
-		 * need). */
-		__atomic_store_n(word, 1, __ATOMIC_SEQ_CST);
-		return;
-	}
-	len = bell_addr(peer->inc, &a);
-	if (sendto(CTX->bell.out, "", 1, MSG_DONTWAIT, (struct sockaddr *)&a,
-		   len) == 1)
+	if (peer->reg_slot1 != 0 && ring_slot(peer->reg_slot1 - 1, peer->inc))
 		CTX->stats.bell_rings++;
+}
+
+/* The watchdog thread (progress.c), without the library lock: its holder
+ * may be the very thread that spins on process pid's shm region lock
+ * (the shm watchdog op asked for it, prov/shm/shm.c).  Wakes pid if its
+ * progress sleeps, so that its watchdog leaves its long period. */
+void ripc__bell_wake_pid(int32_t pid)
+{
+	uint64_t inc = 0;
+	int slot = ripc__reg_pid_slot(pid, &inc);
+
+	if (slot >= 0 && slot != ripc__reg_self_slot() && ring_slot(slot, inc))
+		ripc__log(RIPC_LOG_INFO,
+			  "woke process %d: its shm region lock has been "
+			  "held since our watchdog's last look",
+			  (int)pid);
 }
 
 /* One datagram from the doorbell socket into buf (room bytes; NULL: no

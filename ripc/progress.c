@@ -677,7 +677,13 @@ static bool create_thread(pthread_t *th, void *(*fn)(void *))
  * transports' watcher) spins inside libfabric holding the library's lock
  * while the progress thread sleeps on: on the long period such a thread
  * waited 5-10 s after an idle period instead of the ~2.2 s of the lock
- * rule. */
+ * rule.
+ *
+ * What an op cannot repair itself it may ask to have woken (struct
+ * ripc_wd_wake): the thread rings those processes' doorbells, so that
+ * an idle peer whose region lock we spin on looks at it within 200 ms
+ * rather than at the end of its long period (bell.c,
+ * ripc__bell_wake_pid). */
 #define WD_IDLE_S 5
 #define WD_QUIET_LOOKS 5
 
@@ -751,13 +757,21 @@ static void *watchdog_main(void *arg)
 		nudged = err != ETIMEDOUT;
 		if (nudged)
 			continue;
+		struct ripc_wd_wake wake = { .n = 0 };
+
 		watching = false;
 		for (unsigned i = 0; i < RIPC_PROV_MAX; i++) {
 			struct ripc_tp *t = &CTX->tp[i];
 
 			if (t->open && t->ops->watchdog)
-				watching |= t->ops->watchdog(t->p);
+				watching |= t->ops->watchdog(t->p, &wake);
 		}
+		/* Peers that must repair what only they may (shm: their own
+		 * region's lock, seen held at two looks while we wait on
+		 * it), and whose watchdog may look only every WD_IDLE_S:
+		 * their doorbell wakes their progress, which nudges it. */
+		for (unsigned k = 0; k < wake.n; k++)
+			ripc__bell_wake_pid(wake.pid[k]);
 	}
 	return NULL;
 }

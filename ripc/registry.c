@@ -906,6 +906,23 @@ int ripc__reg_self_slot(void)
 	return reg.self;
 }
 
+int ripc__reg_pid_slot(int32_t pid, uint64_t *inc)
+{
+	if (!reg.map || pid <= 0)
+		return -1;
+	for (unsigned i = 0; i < RIPC_REG_MAX_PROCS; i++) {
+		const struct reg_proc *p = proc_at(i);
+
+		if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) == PROC_LIVE &&
+		    __atomic_load_n(&p->pid, __ATOMIC_RELAXED) == pid) {
+			*inc = __atomic_load_n(&p->incarnation,
+					       __ATOMIC_RELAXED);
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
 int ripc__reg_vouch(uint64_t incarnation, pid_t pid)
 {
 	int ret = -ENOENT, fd;

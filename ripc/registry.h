@@ -98,6 +98,11 @@ uint32_t *ripc__reg_mail_word(int slot);
  * without the lock. */
 bool ripc__reg_holds(int slot, uint64_t incarnation);
 int ripc__reg_self_slot(void);
+/* The record of the live process pid on this host, and its incarnation
+ * in *inc: its slot, or -1.  Read without any lock (the shm watchdog's
+ * wake-ups, bell.c): a record changing hands meanwhile can give a wrong
+ * or no answer, never a crash; ripc__reg_holds checks it again. */
+int ripc__reg_pid_slot(int32_t pid, uint64_t *inc);
 /* The live process with this incarnation: 0 and *out, or -ENOENT. */
 int ripc__reg_find_incarnation(uint64_t incarnation,
 			       struct ripc_reg_proc_info *out);

@@ -160,6 +160,9 @@ bool ripc__bell_unhush(void);
 /* After posting work for a same-host peer: ring it if it sleeps.  A
  * branch for peers on other hosts. */
 void ripc__bell_ring(const struct ripc_peer *peer);
+/* The watchdog thread, without the library lock: wake process pid of
+ * this host if its progress sleeps (a watchdog op asked for it). */
+void ripc__bell_wake_pid(int32_t pid);
 /* A message for a same-host peer not linked over shm yet: as a datagram
  * to its doorbell.  0 sent, -EAGAIN not (queue it as usual). */
 int ripc__bell_post(const struct ripc_peer *peer, const void *buf,

@@ -103,6 +103,13 @@ struct ripc_prov_mr {
 
 struct ripc_prov; /* opaque transport handle */
 
+/* What a watchdog op asks its caller to wake: processes by pid. */
+#define RIPC_WD_WAKE_MAX 8
+struct ripc_wd_wake {
+	unsigned n;
+	int32_t pid[RIPC_WD_WAKE_MAX];
+};
+
 struct ripc_prov_ops {
 	/* Open the transport: fabric, domain, one RDM endpoint, AV, CQ.
 	 * Blocking (libfabric setup only).  Returns -ENODEV when the
@@ -180,8 +187,11 @@ struct ripc_prov_ops {
 	 * Returns true while it watches something that may need repairing
 	 * soon (a lock seen held, not yet released): the caller then keeps
 	 * calling it about every 200 ms, idle or not, instead of every few
-	 * seconds. */
-	bool (*watchdog)(struct ripc_prov *p);
+	 * seconds.  Adds to *wake (up to RIPC_WD_WAKE_MAX) the processes of
+	 * this host that only they can repair, and whose own watchdog may be
+	 * in its long period because they are idle: the caller wakes them
+	 * (their doorbell), without taking the library lock either. */
+	bool (*watchdog)(struct ripc_prov *p, struct ripc_wd_wake *wake);
 };
 
 /* Transports compiled into the library, indexed by enum ripc_prov_id. */

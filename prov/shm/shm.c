@@ -231,9 +231,19 @@ static int shm_open(const struct ripc_prov_opts *opts, struct ripc_prov **out,
  * keeps looking every 200 ms even where this process is idle: the dead
  * holder of our own region's lock is met by the peers that send to us,
  * not by us, and nothing here would end the idle period.
+ *
+ * A live peer's lock seen held at two looks in a row (WD_WAKE_NS) is
+ * only the peer's to release, and the peer may be idle, its watchdog in
+ * its long period (seconds) while we spin on that lock inside libfabric:
+ * a client killed in shm's critical section, holding an idle server's
+ * lock, stalled the server's next clients for up to 7 s.  The op asks
+ * for the peer to be woken (its doorbell, ripc/bell.c); woken, its
+ * watchdog looks every 200 ms again and frees the lock 2 s after it
+ * first sees it held.
  */
 #define WD_REGIONS 300
 #define WD_HELD_NS 2000000000ull
+#define WD_WAKE_NS 100000000ull
 
 static struct wd_region {
 	uintptr_t addr;
@@ -319,7 +329,8 @@ static bool pid_ended(int pid)
 }
 
 /* true if the region's lock is seen held and left held (watched) */
-static bool wd_check(uintptr_t start, int name_pid, uint64_t now)
+static bool wd_check(uintptr_t start, int name_pid, uint64_t now,
+		     struct ripc_wd_wake *wake)
 {
 	uint8_t hdr[SMR117_LOCK_OFF + sizeof(int)];
 	struct wd_region *w;
@@ -348,10 +359,15 @@ static bool wd_check(uintptr_t start, int name_pid, uint64_t now)
 		w->held_since = now;
 		return true;
 	}
+	if (!own && now - w->held_since >= WD_WAKE_NS && !pid_ended(pid)) {
+		/* A live peer's own business: it is woken to look. */
+		if (wake->n < RIPC_WD_WAKE_MAX)
+			wake->pid[wake->n++] = pid;
+		return true;
+	}
+	/* Here a peer's region is a dead peer's. */
 	if (now - w->held_since < WD_HELD_NS)
 		return true;
-	if (!own && !pid_ended(pid))
-		return true; /* a live peer's own business, for now */
 	ripc__log(RIPC_LOG_WARN,
 		  "shm: region lock of %s held for %.1f s, its holder must "
 		  "have died: releasing it",
@@ -363,7 +379,7 @@ static bool wd_check(uintptr_t start, int name_pid, uint64_t now)
 	return false;
 }
 
-bool ripc__shm_watchdog(struct ripc_prov *p)
+bool ripc__shm_watchdog(struct ripc_prov *p, struct ripc_wd_wake *wake)
 {
 	FILE *maps = fopen("/proc/self/maps", "re");
 	char line[512];
@@ -386,7 +402,7 @@ bool ripc__shm_watchdog(struct ripc_prov *p)
 			continue;
 		if (!strstr(line, "rw-s"))
 			continue;
-		watching |= wd_check((uintptr_t)lo, pid, now);
+		watching |= wd_check((uintptr_t)lo, pid, now, wake);
 	}
 	fclose(maps);
 	/* Regions that are gone (peers removed, churn): free their slots. */

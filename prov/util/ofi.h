@@ -34,7 +34,7 @@ struct ripc_ofi_row {
 extern const struct ripc_ofi_row *const ripc__ofi_rows[];
 
 /* shm quirk (prov/shm): see the watchdog op in ripc_prov.h. */
-bool ripc__shm_watchdog(struct ripc_prov *p);
+bool ripc__shm_watchdog(struct ripc_prov *p, struct ripc_wd_wake *wake);
 
 int ripc__ofi_open(const struct ripc_ofi_row *row,
 		   const struct ripc_prov_opts *opts, struct ripc_prov **out,

@@ -63,6 +63,16 @@
  *       it must keep looking every 200 ms (~2.2 s in all; 5-10 s when it
  *       went to its idle period at the first idle look, or while
  *       watching the held lock).  Exit 77 as sender-dies-locked.
+ *   ripc_longfault idle-client-dies-locked   (shm only)
+ *       As client-dies-locked, but after 2 s of silence, with this
+ *       process asleep in the receive that waits for the next client's
+ *       message (the first client tells the next one to send): its
+ *       watchdog is in its idle period, and nothing of this process
+ *       wakes it.  The next client's watchdog, seeing our lock held at
+ *       two looks, must have us woken (our doorbell): the message must
+ *       arrive within 5 s of the lock being taken (~2.8 s; ~6 s when only
+ *       our watchdog's idle period ended the stall).  Exit 77 as
+ *       sender-dies-locked.
  * The last line says what happened; exit 0 if it is what must happen.
  */
 #include <pthread.h>
@@ -514,14 +524,18 @@ static bool serve_hellos(uint16_t me, unsigned rounds)
 	return true;
 }
 
-static int client_dies_locked(void)
+/* Long enough for this process's watchdog to be waiting its idle period
+ * (it does after five quiet looks, ~1 s, progress.c). */
+#define QUIET_MS 2000
+
+static int client_dies_locked(bool idle)
 {
 	uint16_t me = ripc_register_random_service_id();
 	struct lock_report rep;
 	struct ft_msg m;
 	pid_t locker, next, server = getpid();
 	int r = 1, lpfd[2], goa[2], gob[2];
-	const unsigned warm = 10;
+	const unsigned warm = 10, pause_ms = idle ? QUIET_MS : 300;
 	const char *why = NULL;
 	bool got;
 	double dt;
@@ -534,17 +548,20 @@ static int client_dies_locked(void)
 		return fail("fork");
 	if (locker == 0) {
 		/* The client that dies holding our lock: traffic, then
-		 * (told to) a pause, the lock, the report, SIGKILL. */
+		 * (told to) a pause, the lock, the report, SIGKILL.  idle:
+		 * it also tells the next client to send, since we wait in
+		 * our receive meanwhile. */
 		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
 		uint16_t id = warm_client(me, warm, goa[0]);
 
 		for (int i = 0; i < TICKS; i++)
 			if (ft_send_word(id, me, "tick"))
 				_exit(1);
-		usleep(300000);
+		usleep(pause_ms * 1000);
 		rep.ok = lock_region(server);
 		rep.t_sent = ft_now();
-		if (write(lpfd[1], &rep, sizeof(rep)) != sizeof(rep))
+		if (write(lpfd[1], &rep, sizeof(rep)) != sizeof(rep) ||
+		    (idle && write(gob[1], "g", 1) != 1))
 			_exit(1);
 		raise(SIGKILL);
 		_exit(1);
@@ -577,25 +594,37 @@ static int client_dies_locked(void)
 		if (!tick)
 			goto out;
 	}
-	/* Outside the library, as a server asleep between requests, until
-	 * the first client holds our lock and is dead. */
-	why = NULL; /* take_report says why */
-	if ((r = take_report(lpfd[0], &rep)))
-		goto out;
+	if (!idle) {
+		/* Outside the library, as a server asleep between requests,
+		 * until the first client holds our lock and is dead; our
+		 * receive below then wakes our watchdog. */
+		why = NULL; /* take_report says why */
+		if ((r = take_report(lpfd[0], &rep)))
+			goto out;
+		r = 1;
+		why = "the next client's message did not arrive";
+		if (write(gob[1], "g", 1) != 1)
+			goto out;
+	}
+	/* idle: asleep in this receive since the traffic, the watchdog in
+	 * its idle period; only the next client (its watchdog) can have
+	 * ours woken. */
+	got = !ft_recv(me, &m, 20000) && ft_is_word(&m, "next");
+	ft_msg_free(&m, true);
+	if (idle) {
+		why = NULL;
+		if ((r = take_report(lpfd[0], &rep)))
+			goto out;
+		r = 1;
+	}
+	dt = ft_now() - rep.t_sent;
 	siginfo_t si_child;
 
-	r = 1;
 	why = "the first client did not die as planned";
 	if (waitid(P_PID, (id_t)locker, &si_child, WEXITED | WNOWAIT) ||
 	    si_child.si_code != CLD_KILLED)
 		goto out;
 	why = "the next client's message did not arrive";
-	if (write(gob[1], "g", 1) != 1)
-		goto out;
-	got = !ft_recv(me, &m, 20000) && ft_is_word(&m, "next");
-	dt = ft_now() - rep.t_sent;
-
-	ft_msg_free(&m, true);
 	if (!got)
 		goto out;
 	why = NULL;
@@ -611,9 +640,10 @@ static int client_dies_locked(void)
 	why = NULL;
 	r = 0;
 	printf("client killed holding this process's shm region lock after "
-	       "a 300 ms pause in traffic: the next client's message arrived "
-	       "%.2f s after the lock was taken; the process still works\n",
-	       dt);
+	       "a %u ms pause in traffic%s: the next client's message "
+	       "arrived %.2f s after the lock was taken; the process still "
+	       "works\n",
+	       pause_ms, idle ? ", this process asleep in a receive" : "", dt);
 out:
 	reap(next);
 	reap(locker);
@@ -639,11 +669,13 @@ int main(int argc, char **argv)
 	if (argc == 2 && !strcmp(argv[1], "idle-sender-dies-locked"))
 		return idle_sender_dies_locked();
 	if (argc == 2 && !strcmp(argv[1], "client-dies-locked"))
-		return client_dies_locked();
+		return client_dies_locked(false);
+	if (argc == 2 && !strcmp(argv[1], "idle-client-dies-locked"))
+		return client_dies_locked(true);
 	fprintf(stderr,
 		"usage: %s receiver-dies|replier-dies|sender-dies|"
 		"sender-dies-locked|idle-sender-dies-locked|"
-		"client-dies-locked\n",
+		"client-dies-locked|idle-client-dies-locked\n",
 		argv[0]);
 	return 2;
 }

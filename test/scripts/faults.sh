@@ -9,7 +9,8 @@
 #   killed before its long send is pulled; on shm also a sender killed
 #   holding its region lock, at once and after the receiver sat idle in
 #   its receive for 4 s, and a client killed holding the receiver's own
-#   region lock after a pause in traffic), pidreuse (a killed shm process's pid given to a
+#   region lock after a pause in traffic, short or long enough for the
+#   receiver to sit idle in its receive), pidreuse (a killed shm process's pid given to a
 #   new service: it must open shm and be reached), pidreuse-client (a
 #   killed client's pid given to a new client of the same service: it must
 #   be answered).  Default: all.
@@ -259,8 +260,9 @@ longfault() { # <mode>
 	local cases="receiver replier sender"
 	# shm only: the sender dies holding its region's spinlock (ref §4.3),
 	# at once, and after this process sat idle in its receive; a client
-	# dies holding this process's own region lock after a pause
-	[ "$mode" = shm ] && cases="$cases sender-locked idle-sender-locked client-locked"
+	# dies holding this process's own region lock after a pause, short
+	# or long enough for this process to sit idle in its receive
+	[ "$mode" = shm ] && cases="$cases sender-locked idle-sender-locked client-locked idle-client-locked"
 	for who in $cases; do
 		local arg=$who-dies what="$who killed mid-pull"
 		[ "$who" = sender ] && what="sender killed before the pull"
@@ -271,6 +273,8 @@ longfault() { # <mode>
 			what="sender killed, lock held, after idle"
 		[ "$who" = client-locked ] && arg=client-dies-locked \
 			what="client killed holding our lock, after a pause"
+		[ "$who" = idle-client-locked ] && arg=idle-client-dies-locked \
+			what="client killed holding our lock, we idle"
 		run_on - "$d/$who.log" "$lf" "$arg"; stop "$last" 120; rc=$?
 		local detail; detail=$(tail -n 1 "$d/$who.log")
 		[ "$rc" = 137 ] && detail="hung: killed after 120 s. $detail"
