@@ -524,6 +524,37 @@ Test(registry, killed_owner_reclaimed)
 	cr_assert_eq(ripc__reg_claim(301, false), 0);
 }
 
+/* The watchdog's wake-ups find a process's record by pid, without the
+ * lock (bell.c): the live record of that pid and its incarnation; -1 for
+ * a pid with none (never attached, or detached). */
+Test(registry, pid_slot_finds_live_record)
+{
+	struct child c, d;
+	uint64_t inc = 0;
+	int slot, sd;
+
+	cr_assert_eq(ripc__reg_pid_slot(getpid(), &inc), -1,
+		     "found before open");
+	open_attach(0x91);
+	cr_assert_eq(ripc__reg_pid_slot(getpid(), &inc),
+		     ripc__reg_self_slot());
+	cr_assert_eq(inc, 0x91);
+	cr_assert_eq(spawn(&c, OP_ATTACH, 0, false), 0);
+	cr_assert_eq(spawn(&d, OP_ATTACH, 0, true), 0);
+	slot = ripc__reg_pid_slot(c.pid, &inc);
+	cr_assert_geq(slot, 0);
+	cr_assert_neq(slot, ripc__reg_self_slot());
+	cr_assert_eq(inc, 0x1000000000ull + (uint64_t)c.pid);
+	cr_assert(ripc__reg_holds(slot, inc));
+	sd = ripc__reg_pid_slot(d.pid, &inc);
+	cr_assert(sd >= 0 && sd != slot, "slot %d for the second child", sd);
+	child_release(&d); /* detaches: its record is free */
+	cr_assert_eq(ripc__reg_pid_slot(d.pid, &inc), -1);
+	cr_assert_eq(ripc__reg_pid_slot(0, &inc), -1);
+	cr_assert_eq(ripc__reg_pid_slot(-1, &inc), -1);
+	child_release(&c);
+}
+
 /*
  * A random ID names a client: once its holder has ended (killed, exited,
  * reaped by a newcomer taking its slot, or released), it is gone for good
