@@ -520,8 +520,8 @@ int main(int argc, char **argv)
 	/* E sees the record go, unless A, told of its expiry, has claimed
 	 * again before E's fetch after its watch fired reached the servers:
 	 * E keeps its entry until that answer comes, and the answer is the
-	 * same record, in a node created anew (seen once in CI, at
-	 * f05d61e^: 10 s without a gap). */
+	 * same record, in a node created anew (seen once, in the CI of
+	 * c3392d6: 10 s without a gap). */
 	do {
 		r = lookup_wait(e, 101, out, 8, &mc, 0, 100);
 		if (r == 1)
