@@ -158,12 +158,15 @@ static void place(struct ripc_pull *p, struct ripc_msg *m, unsigned pos,
 }
 
 /* Start pulling `count` items (descs[i] goes to position pos[i] of message
- * m, which is already queued on its service). */
+ * m, which is already queued on its service).  Every pos[i] is below
+ * m->nlong, the pull's item count: the decoder checked a RETURN message's
+ * positions (wire.c, check_aux). */
 void ripc__pull_start(struct ripc_peer *peer, uint64_t cookie,
 		      struct ripc_msg *m, const struct ripc_wire_desc *descs,
 		      const uint16_t *pos, unsigned count)
 {
-	struct ripc_pull *p = calloc(1, sizeof(*p));
+	struct ripc_pull *p =
+		calloc(1, sizeof(*p) + m->nlong * sizeof(p->item[0]));
 
 	if (!p) {
 		m->err = RIPC_EPULL;

@@ -385,6 +385,11 @@ struct ripc_pull {
 	uint16_t n;
 	unsigned chunks_out;     /* reads posted, not completed */
 	int err;
+	struct ripc_list readq;  /* link in pl.readq while it has chunks */
+	bool queued;
+	/* n of them, allocated with the pull: a record for every possible
+	 * item (4.6 KiB) was zeroed per long message, and an allocation of
+	 * that size had glibc consolidate its fast bins each time. */
 	struct ripc_pull_item {
 		uint64_t raddr, key;
 		uint32_t len;
@@ -394,9 +399,7 @@ struct ripc_pull {
 		void *desc;
 		struct ripc_window *win; /* window used (returned on error) */
 		bool libbuf;             /* dst is a library buffer */
-	} item[RIPC_MAX_ITEMS];
-	struct ripc_list readq;  /* link in pl.readq while it has chunks */
-	bool queued;
+	} item[];
 };
 
 struct ripc_read_op {
