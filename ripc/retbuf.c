@@ -44,6 +44,16 @@ struct ripc_grant {
 };
 
 /* A reply being written into return buffers. */
+struct reply_write {
+	const uint8_t *buf;
+	uint32_t len;
+	void *desc;
+	uint64_t raddr, key, next;
+};
+
+/* The per-item arrays hold n entries (the reply's items), allocated with
+ * the record: arrays for every possible item, 6.6 KiB, were zeroed per
+ * reply (callgrind: 6 800 of a server's 18 800 instructions a request). */
 struct ripc_reply {
 	struct ripc_list link;   /* rb.replies */
 	struct ripc_list writeq; /* rb.writeq while writes remain to post */
@@ -54,18 +64,31 @@ struct ripc_reply {
 	uint64_t deadline;       /* writes not posted by then: given up */
 	unsigned writes_out;     /* posted, not completed */
 	int err;
-	uint16_t nret, npull;
-	struct ripc_wire_desc ret[RIPC_MAX_ITEMS];
-	struct ripc_wire_desc pull[RIPC_MAX_ITEMS];
-	struct reply_write {
-		const uint8_t *buf;
-		uint32_t len;
-		void *desc;
-		uint64_t raddr, key, next;
-	} w[RIPC_MAX_ITEMS];
-	uint64_t pull_expo;      /* exposure of the items to pull, or 0 */
-	struct ripc_lreg *lreg[RIPC_MAX_ITEMS]; /* temporary (mr_local) */
+	uint16_t n, nret, npull;
+	struct ripc_wire_desc *ret;  /* nret used */
+	struct ripc_wire_desc *pull; /* npull used */
+	struct reply_write *w;       /* nret used, as ret */
+	uint64_t pull_expo;          /* exposure of the items to pull, or 0 */
+	struct ripc_lreg **lreg;     /* by item position (mr_local) */
+	/* n x ret, n x pull, n x w, n x lreg follow */
 };
+
+static struct ripc_reply *reply_new(uint16_t n)
+{
+	struct ripc_reply *r =
+		calloc(1, sizeof(*r) + n * (2 * sizeof(r->ret[0]) +
+					    sizeof(r->w[0]) +
+					    sizeof(r->lreg[0])));
+
+	if (!r)
+		return NULL;
+	r->n = n;
+	r->ret = (struct ripc_wire_desc *)(r + 1);
+	r->pull = r->ret + n;
+	r->w = (struct reply_write *)(r->pull + n);
+	r->lreg = (struct ripc_lreg **)(r->w + n);
+	return r;
+}
 
 /* ---- owner side ----------------------------------------------------- */
 
@@ -252,7 +275,7 @@ void ripc__retbuf_forget(uint64_t owner_inc, uint16_t owner_svc,
 
 static void reply_free(struct ripc_reply *r)
 {
-	for (unsigned i = 0; i < RIPC_MAX_ITEMS; i++)
+	for (unsigned i = 0; i < r->n; i++)
 		if (r->lreg[i])
 			ripc__lreg_del(r->lreg[i]);
 	ripc_list_del(&r->link);
@@ -426,16 +449,22 @@ int ripc__retbuf_reply(struct ripc_peer *peer, uint64_t inc, uint16_t src,
 		       uint16_t dest, void **buf, uint32_t *len, uint16_t n)
 {
 	struct ripc_tp *t = &CTX->tp[peer->tp];
-	struct grant_buf *use[RIPC_MAX_ITEMS] = { 0 };
-	struct ripc_grant *gused[RIPC_MAX_ITEMS] = { 0 };
+	struct grant_buf *use[RIPC_MAX_ITEMS];
+	struct ripc_grant *gused[RIPC_MAX_ITEMS];
 	struct ripc_list *pos, *tmp;
 	struct ripc_reply *r;
-	uint64_t now = ripc__now_ns();
+	uint64_t now;
 	unsigned nwrite = 0;
 	int err = RIPC_OK;
 
+	/* Every long send asks: nothing before this test (the arrays, 1 KiB
+	 * zeroed, and a clock read cost more than the rest of a send to a
+	 * peer that offered nothing). */
 	if (ripc_list_empty(&CTX->rb.grants))
 		return RIPC_ENOTFOUND;
+	memset(use, 0, n * sizeof(use[0]));
+	memset(gused, 0, n * sizeof(gused[0]));
+	now = ripc__now_ns();
 	/* First fit over the owner's grants, oldest first.  Zero-length
 	 * items need no buffer: they go with the items to pull. */
 	for (unsigned i = 0; i < n; i++) {
@@ -468,7 +497,7 @@ int ripc__retbuf_reply(struct ripc_peer *peer, uint64_t inc, uint16_t src,
 	if (!nwrite)
 		return RIPC_ENOTFOUND;
 
-	r = calloc(1, sizeof(*r));
+	r = reply_new(n);
 	if (!r) {
 		err = RIPC_ENOMEM;
 		goto unuse;
