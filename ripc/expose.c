@@ -50,7 +50,7 @@ int ripc__expose(struct ripc_peer *peer, uint64_t peer_inc, uint8_t kind,
 
 	if (CTX->ex.nlive >= EXPO_MAX)
 		return RIPC_ENOMEM;
-	e = calloc(1, sizeof(*e) + n * sizeof(e->item[0]));
+	e = ripc__zalloc(sizeof(*e) + n * sizeof(e->item[0]));
 	if (!e)
 		return RIPC_ENOMEM;
 	do {

@@ -166,7 +166,7 @@ void ripc__pull_start(struct ripc_peer *peer, uint64_t cookie,
 		      const uint16_t *pos, unsigned count)
 {
 	struct ripc_pull *p =
-		calloc(1, sizeof(*p) + m->nlong * sizeof(p->item[0]));
+		ripc__zalloc(sizeof(*p) + m->nlong * sizeof(p->item[0]));
 
 	if (!p) {
 		m->err = RIPC_EPULL;
@@ -375,7 +375,7 @@ void ripc__pull_post_reads(void)
 					return; /* resume on completions */
 				if (len > chunk)
 					len = chunk;
-				if (!(op = calloc(1, sizeof(*op)))) {
+				if (!(op = ripc__zalloc(sizeof(*op)))) {
 					p->err = RIPC_EPULL;
 					break;
 				}

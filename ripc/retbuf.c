@@ -76,9 +76,9 @@ struct ripc_reply {
 static struct ripc_reply *reply_new(uint16_t n)
 {
 	struct ripc_reply *r =
-		calloc(1, sizeof(*r) + n * (2 * sizeof(r->ret[0]) +
-					    sizeof(r->w[0]) +
-					    sizeof(r->lreg[0])));
+		ripc__zalloc(sizeof(*r) + n * (2 * sizeof(r->ret[0]) +
+					       sizeof(r->w[0]) +
+					       sizeof(r->lreg[0])));
 
 	if (!r)
 		return NULL;
@@ -236,7 +236,7 @@ void ripc__retbuf_on_offers(const struct ripc_wire_in *in)
 		grant_free(ripc_container_of(CTX->rb.grants.next,
 					     struct ripc_grant, link));
 	}
-	g = calloc(1, sizeof(*g) + in->nret * sizeof(g->b[0]));
+	g = ripc__zalloc(sizeof(*g) + in->nret * sizeof(g->b[0]));
 	if (!g)
 		return;
 	g->owner_inc = in->src_inc;
@@ -391,7 +391,7 @@ static bool reply_post(struct ripc_reply *r, uint64_t now)
 				return false;
 			if (n > chunk)
 				n = chunk;
-			if (!(op = calloc(1, sizeof(*op)))) {
+			if (!(op = ripc__zalloc(sizeof(*op)))) {
 				r->err = RIPC_ENOMEM;
 				break;
 			}

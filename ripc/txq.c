@@ -216,7 +216,7 @@ int ripc__tx_send(struct ripc_peer *peer, const struct ripc_wire_out *m,
 		}
 	}
 	CTX->stats.send_retries++;
-	if (CTX->tx.n >= TXQ_MAX || !(r = calloc(1, sizeof(*r)))) {
+	if (CTX->tx.n >= TXQ_MAX || !(r = ripc__zalloc(sizeof(*r)))) {
 		ripc__slot_put(s);
 		return RIPC_ENOMEM;
 	}

@@ -36,7 +36,7 @@ int ripc__window_add(void *base, size_t size, int32_t service)
 		return RIPC_ENOTOWNER;
 	if (overlaps(base, size))
 		return RIPC_EINVAL;
-	w = calloc(1, sizeof(*w));
+	w = ripc__zalloc(sizeof(*w));
 	if (!w)
 		return RIPC_ENOMEM;
 	w->base = base;
