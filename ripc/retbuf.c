@@ -43,7 +43,7 @@ struct ripc_grant {
 	} b[];
 };
 
-/* A reply being written into return buffers. */
+/* One item of a reply, written into a return buffer. */
 struct reply_write {
 	const uint8_t *buf;
 	uint32_t len;
@@ -51,9 +51,10 @@ struct reply_write {
 	uint64_t raddr, key, next;
 };
 
-/* The per-item arrays hold n entries (the reply's items), allocated with
- * the record: arrays for every possible item, 6.6 KiB, were zeroed per
- * reply (callgrind: 6 800 of a server's 18 800 instructions a request). */
+/* A reply being written into return buffers.  Its per-item arrays hold n
+ * entries (the reply's items), allocated with the record: arrays for every
+ * possible item, 6.6 KiB, were zeroed per reply (callgrind: 7 360
+ * instructions a reply, more than the rest of the reply's path). */
 struct ripc_reply {
 	struct ripc_list link;   /* rb.replies */
 	struct ripc_list writeq; /* rb.writeq while writes remain to post */
