@@ -26,8 +26,8 @@
 # At the end it prints requests sent and answered, the series, and
 #     N passed, N failed
 # over four checks: every request answered correctly (a client that dies
-# or times out counts as failed); RSS flat (last sample within 10 % of the
-# one at 20 s); fds flat (last within +-4 of the one at 20 s); the server
+# or times out counts as failed); RSS not grown (last sample at most 10 %
+# above the one at 20 s); fds flat (last within +-4 of the one at 20 s); the server
 # alive to the end.  A failure is reported with the first error, when,
 # and over which transport.
 #
@@ -296,8 +296,13 @@ srv_avg=$(awk '!/^#/ && $1 > 0 { s += $4; n++ } END { printf "%.2f", n ? s / n :
 echo "idle process CPU: $idle_avg % on average; server CPU: $srv_avg % on average"
 check "$([ "$cfail" -eq 0 ] && [ "$sent" -eq "$answered" ] && [ "$STARTED" -gt 0 ] && echo 1 || echo 0)" \
 	"every request answered ($answered of $sent, $cfail of $STARTED clients failed)"
-check "$(awk -v a="$rrss" -v b="$lrss" 'BEGIN { print (a > 0 && b <= a * 1.10 && b >= a * 0.90) ? 1 : 0 }')" \
-	"server RSS flat: $lrss kB at $lt s against $rrss kB at $rt s (within 10 %)"
+# A leak makes the RSS grow; a drop is not one.  The server's cache of
+# freed library buffers (up to 8, ripc/buffers.c) holds some of the long
+# items (64 KiB-1 MiB) at any time, and swings the RSS by megabytes: the
+# CI run of 2a31c03 failed a two-sided bound with 26 452 kB at 20 s and
+# 23 752 at 60 s (23.3-26.5 MB throughout).
+check "$(awk -v a="$rrss" -v b="$lrss" 'BEGIN { print (a > 0 && b <= a * 1.10) ? 1 : 0 }')" \
+	"server RSS not grown: $lrss kB at $lt s against $rrss kB at $rt s (at most +10 %)"
 check "$([ $((lfd - rfd)) -le 4 ] && [ $((rfd - lfd)) -le 4 ] && echo 1 || echo 0)" \
 	"server fds flat: $lfd at $lt s against $rfd at $rt s (within +-4)"
 check "$SRV_ALIVE" "server alive to the end"
