@@ -62,10 +62,9 @@ int ripc__err_from_errno(int neg_errno);
 
 /* A zeroed record of a message's life (a pull, a read, an exposure...),
  * freed with free().  Not calloc: glibc's calloc (2.36, Debian 12) bypasses
- * the per-thread cache that malloc takes small blocks from, and the records
- * it hands out
- * go back into that cache when freed; a calloc/free pair took ~500
- * instructions, malloc/memset/free ~60 (callgrind, perf_notes.md). */
+ * the per-thread cache that malloc takes small blocks from, while free()
+ * puts them there; a calloc/free pair of these records took ~500
+ * instructions, malloc/memset/free ~120 (callgrind, perf_notes.md). */
 static inline void *ripc__zalloc(size_t size)
 {
 	void *p = malloc(size);
