@@ -10,15 +10,16 @@
 #   test/benchmarks/instr/instr.sh [-p shm|tcp] [-S bytes] [-x mode] [-c] [-n A,B] [-k top] BENCH
 #
 # BENCH: long_bw (-x window|release|lib), reqrep (-x retbuf|pull),
-# pingpong, msgrate (one sender).  The server is measured unless -c (the
-# client).  Prints the instructions per message of the whole process, then
-# the top functions by their own (self) and by inclusive count.  Spinning
-# counts too: the measured side runs ~50x slower than native, so it seldom
-# spins, while the native side waits for it, spinning (RIPC_SPIN_US=1 s:
-# asleep, it would have the measured side ring its doorbell).  Another
-# load on the machine makes the measured side spin more.  Needs valgrind
-# and python3; BUILD_DIR (default build-bench) must hold the built
-# benchmarks (another commit's build: the same tool, before and after).
+# pingpong, msgrate (one sender; its server only).  The server is measured
+# unless -c (the client).  Prints the instructions per message of the
+# whole process, then the top functions by their own (self) and by
+# inclusive count.  Spinning counts too: the measured side runs ~50x
+# slower than native, so it seldom spins, while the native side waits for
+# it, spinning (RIPC_SPIN_US=1 s: asleep, it would have the measured side
+# ring its doorbell).  Another load on the machine makes the measured side
+# spin more.  Needs valgrind and python3; BUILD_DIR (default build-bench)
+# must hold the built benchmarks (another commit's build: the same tool,
+# before and after).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../../.." && pwd)
@@ -46,7 +47,9 @@ long_bw) prog=ripc_long_bw mode=${mode:-window}
 reqrep) prog=ripc_reqrep mode=${mode:-retbuf}
 	srv_args=() cli_args=(-x "$mode" -S "$size") ;;
 pingpong) prog=ripc_pingpong srv_args=() cli_args=(-S "$size") ;;
-msgrate) prog=ripc_msgrate srv_args=() cli_args=(-c 1) ;;
+msgrate) prog=ripc_msgrate srv_args=() cli_args=(-c 1)
+	# Its client forks the sender: both would write one output file.
+	[ $side = c ] && { echo "msgrate: the server only" >&2; exit 2; } ;;
 *) sed -n '2,20p' "$0"; exit 2 ;;
 esac
 for t in valgrind callgrind_annotate python3; do
