@@ -27,9 +27,9 @@
 #     N passed, N failed
 # over four checks: every request answered correctly (a client that dies
 # or times out counts as failed); RSS not grown (last sample at most 10 %
-# above the one at 20 s); fds flat (last within +-4 of the one at 20 s); the server
-# alive to the end.  A failure is reported with the first error, when,
-# and over which transport.
+# above the one at 20 s; a drop passes, see the check); fds flat (last
+# within +-4 of the one at 20 s); the server alive to the end.  A failure
+# is reported with the first error, when, and over which transport.
 #
 # SOAK_SERVER_WRAP (word-split) goes before the server's command line
 # only, e.g. to trace its heap: "env LD_PRELOAD=... ": it must exec the
