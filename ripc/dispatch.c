@@ -97,7 +97,7 @@ static void deliver_short(struct ripc_tp *t, struct ripc_slot *s,
 		CTX->stats.drops_queue_full++;
 		goto drop;
 	}
-	if (!(m = ripc__msg_alloc())) {
+	if (!(m = ripc__msg_alloc(in->nshort, 0))) {
 		if (spare)
 			ripc__slot_put(spare);
 		goto drop;
@@ -155,7 +155,7 @@ static void handle_long(struct ripc_tp *t, const struct ripc_wire_in *in)
 		send_nack(peer, in, RIPC_ENOSERVICE);
 		return;
 	}
-	if (!(m = ripc__msg_alloc())) {
+	if (!(m = ripc__msg_alloc(0, in->nlong))) {
 		send_nack(peer, in, RIPC_ENOMEM);
 		return;
 	}
@@ -195,7 +195,7 @@ static void handle_return(struct ripc_tp *t, const struct ripc_wire_in *in)
 			send_nack(peer, in, RIPC_ENOSERVICE);
 		return;
 	}
-	if (!(m = ripc__msg_alloc()))
+	if (!(m = ripc__msg_alloc(0, in->nlong + in->nret)))
 		return;
 	m->from = in->src;
 	m->to = in->dst;

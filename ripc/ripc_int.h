@@ -364,6 +364,9 @@ struct ripc_window {
 struct ripc_pull;
 
 /* A received message queued on a service (service.c owns it). */
+/* Items of each kind whose state fits in a received message's record. */
+#define RIPC_MSG_INLINE 4
+
 struct ripc_msg {
 	struct ripc_list link;
 	uint16_t from, to;
@@ -373,11 +376,29 @@ struct ripc_msg {
 	struct ripc_slot *slot; /* holds the short items; NULL if none */
 	uint16_t nshort, nlong;
 	struct ripc_pull *pull; /* the pull filling it, until it is done */
-	void *short_ptr[RIPC_MAX_ITEMS];
-	uint32_t short_len[RIPC_MAX_ITEMS];
-	void *long_ptr[RIPC_MAX_ITEMS];
-	uint32_t long_len[RIPC_MAX_ITEMS];
-	uint8_t long_origin[RIPC_MAX_ITEMS];
+	/* Per-item state, nshort and nlong entries (the counts it was
+	 * allocated for: ripc__msg_alloc).  They point into the record:
+	 * into the inline arrays below for a message of at most
+	 * RIPC_MSG_INLINE items of each kind, the common case, whose
+	 * records are cached; past the end of the record, allocated with
+	 * it, for a larger one.  Arrays for every possible item made the
+	 * record 1.6 KiB, above what glibc's per-thread cache serves, so
+	 * that every record the progress thread made and the application's
+	 * thread freed went through malloc's slow paths (~600 instructions
+	 * a message at the 64 B message rate, callgrind). */
+	void **short_ptr;
+	uint32_t *short_len;
+	void **long_ptr;
+	uint32_t *long_len;
+	uint8_t *long_origin;
+	bool big; /* the arrays are past the end: never cached */
+	struct {
+		void *short_ptr[RIPC_MSG_INLINE];
+		void *long_ptr[RIPC_MSG_INLINE];
+		uint32_t short_len[RIPC_MSG_INLINE];
+		uint32_t long_len[RIPC_MSG_INLINE];
+		uint8_t long_origin[RIPC_MSG_INLINE];
+	} in;
 };
 
 struct ripc_service {
@@ -948,7 +969,7 @@ int ripc__send_long(const struct ripc_send_args *a, struct ripc_route *r,
 struct ripc_service *ripc__svc_new(uint16_t id, bool mcast);
 void ripc__svc_destroy(struct ripc_service *svc);
 void ripc__svc_fini(void);
-struct ripc_msg *ripc__msg_alloc(void);
+struct ripc_msg *ripc__msg_alloc(unsigned nshort, unsigned nlong);
 void ripc__msg_free(struct ripc_msg *m);
 void ripc__msg_enqueue(struct ripc_service *svc, struct ripc_msg *m);
 void ripc__msg_ready(struct ripc_msg *m);
