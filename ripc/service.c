@@ -57,8 +57,11 @@ struct ripc_msg *ripc__msg_alloc(unsigned nshort, unsigned nlong)
 	}
 	/* The item arrays are filled as far as the counts say; everything
 	 * before them must start zeroed (a recycled record holds old
-	 * values). */
-	memset(m, 0, offsetof(struct ripc_msg, in));
+	 * values).  The header only, a few stores: cleared up to `in`,
+	 * 112 bytes, it became a `rep stos`, whose start-up was two
+	 * thirds of this function's time (perf annotate); the pointers
+	 * and `big` are set below. */
+	memset(m, 0, offsetof(struct ripc_msg, short_ptr));
 	ripc_list_init(&m->link);
 	m->big = big;
 	if (!big) {
