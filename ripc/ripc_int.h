@@ -363,10 +363,10 @@ struct ripc_window {
 
 struct ripc_pull;
 
-/* A received message queued on a service (service.c owns it). */
 /* Items of each kind whose state fits in a received message's record. */
 #define RIPC_MSG_INLINE 4
 
+/* A received message queued on a service (service.c owns it). */
 struct ripc_msg {
 	struct ripc_list link;
 	uint16_t from, to;
@@ -382,10 +382,11 @@ struct ripc_msg {
 	 * RIPC_MSG_INLINE items of each kind, the common case, whose
 	 * records are cached; past the end of the record, allocated with
 	 * it, for a larger one.  Arrays for every possible item made the
-	 * record 1.6 KiB, above what glibc's per-thread cache serves, so
-	 * that every record the progress thread made and the application's
-	 * thread freed went through malloc's slow paths (~600 instructions
-	 * a message at the 64 B message rate, callgrind). */
+	 * record 1.6 KiB, above the 1 032 bytes glibc's per-thread cache
+	 * serves: every record that did not come from the library's cache
+	 * went through malloc's slow paths, ~600 instructions a message
+	 * for a receiver behind its senders (the 64 B message rate under
+	 * callgrind). */
 	void **short_ptr;
 	uint32_t *short_len;
 	void **long_ptr;

@@ -19,12 +19,13 @@
 
 #include "ripc_int.h"
 
-/* Message records kept for reuse.  The progress thread makes most of them
- * and the application's thread frees them, so glibc's per-thread cache
- * does not serve them; a cache of 64 ran dry in every burst of the 64 B
- * message rate (1 024 in flight): 52 000 mallocs in 60 000 messages,
- * ~370 instructions a message (test/benchmarks/instr/instr.sh msgrate).
- * 1 024 records of 216 bytes: ~216 KiB once a burst that deep was seen. */
+/* Message records kept for reuse, up to 1 024 of 216 bytes (~216 KiB,
+ * once a queue that deep was seen).  A receiver behind its senders holds
+ * a queue's worth of records, and a cache of 64 ran dry in every such
+ * burst: 52 000 mallocs in 60 000 messages of the 64 B message rate under
+ * callgrind, ~370 instructions a message (instr/instr.sh msgrate).  A
+ * record may also be made by the progress thread and freed by the
+ * application's, which glibc's per-thread cache does not carry across. */
 #define MSG_CACHE_MAX 1024
 
 /* ---- message records ------------------------------------------------- */
