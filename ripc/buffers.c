@@ -174,22 +174,49 @@ int ripc__key_new(struct ripc_tp *t, uint64_t *key)
 
 /* ---- slot arenas ---------------------------------------------------- */
 
-/* Insert into the sorted index; room is certain since nslots is capped
- * at SLOTS_MAX, RIPC_ARENAS_MAX arenas. */
-static void by_base_add(struct ripc_arena *a)
+#define ARENA_LEN (SLOTS_PER_ARENA * RIPC_SLOT_SIZE)
+#define ARENA_IX_MASK (2 * RIPC_ARENAS_MAX - 1)
+
+_Static_assert((2 * RIPC_ARENAS_MAX & ARENA_IX_MASK) == 0,
+	       "the arena index's size is a power of two");
+
+/* Arenas are ARENA_LEN long and do not overlap, so base / ARENA_LEN is
+ * a distinct key for each; an address p lies in the arena of key
+ * p / ARENA_LEN or in the one of the key below, if in any. */
+static unsigned arena_ix_hash(uintptr_t key)
+{
+	return (unsigned)((key * 0x9e3779b97f4a7c15ull) >> 32) & ARENA_IX_MASK;
+}
+
+/* Room is certain: at most RIPC_ARENAS_MAX arenas (SLOTS_MAX), in twice
+ * as many entries, so every probe sequence meets an empty one. */
+static void arena_ix_add(struct ripc_arena *a)
 {
 	struct ripc_mem *m = &CTX->mem;
-	unsigned i = m->narenas;
+	uintptr_t key = (uintptr_t)a->base / ARENA_LEN;
+	unsigned h = arena_ix_hash(key);
 
-	for (; i > 0 && m->by_base[i - 1]->base > a->base; i--)
-		m->by_base[i] = m->by_base[i - 1];
-	m->by_base[i] = a;
-	m->narenas++;
+	while (m->arena_ix[h].a)
+		h = (h + 1) & ARENA_IX_MASK;
+	m->arena_ix[h].key = key;
+	m->arena_ix[h].a = a;
+}
+
+static struct ripc_arena *arena_ix_find(uintptr_t key)
+{
+	const struct ripc_mem *m = &CTX->mem;
+
+	for (unsigned h = arena_ix_hash(key);; h = (h + 1) & ARENA_IX_MASK) {
+		if (!m->arena_ix[h].a)
+			return NULL;
+		if (m->arena_ix[h].key == key)
+			return m->arena_ix[h].a;
+	}
 }
 
 static int arena_grow(void)
 {
-	size_t len = SLOTS_PER_ARENA * RIPC_SLOT_SIZE;
+	size_t len = ARENA_LEN;
 	struct ripc_arena *a;
 	uint8_t *base;
 	int err;
@@ -225,7 +252,7 @@ static int arena_grow(void)
 	a->next = CTX->mem.arenas;
 	CTX->mem.arenas = a;
 	CTX->mem.nslots += a->nslots;
-	by_base_add(a);
+	arena_ix_add(a);
 	return RIPC_OK;
 }
 
@@ -300,7 +327,7 @@ void ripc__mem_unmap(void)
 		arena_unmap(a);
 	}
 	CTX->mem.arenas = NULL;
-	CTX->mem.narenas = 0;
+	memset(CTX->mem.arena_ix, 0, sizeof(CTX->mem.arena_ix));
 	CTX->mem.free_slots = NULL;
 	CTX->mem.nslots = 0;
 	for (int i = 0; i < RIPC_LIBBUF_CACHE; i++) {
@@ -366,21 +393,15 @@ static struct ripc_slot *slot_in(struct ripc_arena *a, const uint8_t *b)
 
 static struct ripc_slot *slot_in_live(const uint8_t *b)
 {
-	const struct ripc_mem *m = &CTX->mem;
-	unsigned lo = 0, hi = m->narenas;
+	uintptr_t key = (uintptr_t)b / ARENA_LEN;
+	struct ripc_arena *a;
+	struct ripc_slot *s = NULL;
 
-	/* The last arena whose base is <= b, if b lies inside it. */
-	while (lo < hi) {
-		unsigned mid = lo + (hi - lo) / 2;
-
-		if (m->by_base[mid]->base <= b)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0)
-		return NULL;
-	return slot_in_one(m->by_base[lo - 1], b);
+	if ((a = arena_ix_find(key)))
+		s = slot_in_one(a, b);
+	if (!s && key && (a = arena_ix_find(key - 1)))
+		s = slot_in_one(a, b);
+	return s;
 }
 
 struct ripc_slot *ripc__slot_of(const void *p)
