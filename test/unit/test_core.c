@@ -400,8 +400,9 @@ Test(core, buf_free_held_slots_from_inside)
 			uint8_t *p = r[i].sitems[0];
 
 			cr_assert_eq(slot_state(p), SLOT_HELD);
-			/* Its last byte, then its first (by then no longer
-			 * held: ignored), alternating the order. */
+			/* One end of the item, then the other (no longer
+			 * held by then: ignored); which end goes first
+			 * alternates. */
 			ripc_buf_free(p + ((i & 1) ? r[i].ssizes[0] - 1 : 0));
 			ripc_buf_free(p + ((i & 1) ? 0 : r[i].ssizes[0] - 1));
 			cr_assert_neq(slot_state(p), SLOT_HELD,
