@@ -77,7 +77,10 @@ RIPC_API void *ripc_buf_realloc(void *buf, size_t size)
 		ripc__api_leave(RIPC_ENOTFOUND);
 		return NULL;
 	}
-	if (((size + 4095) & ~(size_t)4095) == r->map_len) {
+	/* Already the size it would get: as from ripc_buf_alloc, or whole
+	 * pages (a library buffer holding a long item). */
+	if (r->map_len == ripc__buf_alloc_len(size) ||
+	    r->map_len == ((size + 4095) & ~(size_t)4095)) {
 		ripc__api_leave(RIPC_OK);
 		return buf;
 	}

@@ -36,6 +36,28 @@ static size_t page_round(size_t len)
 	return (len + pg - 1) & ~(pg - 1);
 }
 
+/* ripc_buf_alloc's memory comes in whole 2 MiB huge pages from
+ * RIPC_HUGE_FROM up (ripc__loc_alloc_huge), and a buffer of 1-2 MiB gets
+ * a whole one: over shm a peer's read of it (or its write into it, as a
+ * return buffer or a window) is a process_vm_readv/writev that pins its
+ * pages one by one, and a 1 MiB pull from 4 KiB pages took twice as long
+ * (perf_notes.md, 11-29).  At most twice the memory asked for; below
+ * 1 MiB plain pages, where that would be more. */
+#define RIPC_HUGE_FROM (1ul << 20)
+#define RIPC_HUGE_SIZE (2ul << 20)
+
+size_t ripc__buf_alloc_len(size_t len)
+{
+	size_t mlen;
+
+	if (len > SIZE_MAX - RIPC_HUGE_SIZE)
+		return 0; /* no such mapping: the caller fails */
+	mlen = page_round(len ? len : 1);
+	if (mlen >= RIPC_HUGE_FROM)
+		mlen = (mlen + RIPC_HUGE_SIZE - 1) & ~(RIPC_HUGE_SIZE - 1);
+	return mlen;
+}
+
 /* ---- local registrations -------------------------------------------- */
 
 struct ripc_lreg *ripc__lreg_add(void *base, size_t len, int *err)
@@ -506,21 +528,22 @@ int ripc__replenish(struct ripc_tp *t)
 #define LIBBUF_CACHE_ITEM (64ul << 20)
 
 /* app: for ripc_buf_alloc, which promises zeroed memory and huge pages
- * from 2 MiB (see ripc__loc_alloc_huge): the buffer is cleared, and only
- * a 2 MiB-aligned one will do, advised again (a library buffer for a pull
- * was not).  A pull overwrites what it is given. */
+ * from RIPC_HUGE_FROM (mlen is then whole huge pages,
+ * ripc__buf_alloc_len): the buffer is cleared, and only a 2 MiB-aligned
+ * one will do, advised again (a library buffer for a pull was not).  A
+ * pull overwrites what it is given. */
 static void *libbuf_from_cache(size_t mlen, bool app)
 {
 	struct ripc_mem *m = &CTX->mem;
 	struct ripc_lreg *r;
 	int best = -1;
-	bool huge = app && mlen >= (2ul << 20);
+	bool huge = app && mlen >= RIPC_HUGE_SIZE;
 
 	for (int i = 0; i < RIPC_LIBBUF_CACHE; i++) {
 		r = m->libbuf_cache[i];
 		/* Big enough, and not more than twice what is needed. */
 		if (r && r->map_len >= mlen && r->map_len <= 2 * mlen &&
-		    (!huge || (uintptr_t)r->base % (2ul << 20) == 0) &&
+		    (!huge || (uintptr_t)r->base % RIPC_HUGE_SIZE == 0) &&
 		    (best < 0 || r->map_len < m->libbuf_cache[best]->map_len))
 			best = i;
 	}
@@ -559,16 +582,21 @@ static bool libbuf_to_cache(struct ripc_lreg *r)
 /* pull_mem: counted against RIPC_PULL_MEM_MAX until freed. */
 void *ripc__libbuf_alloc(size_t len, bool pull_mem)
 {
-	size_t mlen = page_round(len ? len : 1);
+	size_t mlen = pull_mem ? page_round(len ? len : 1)
+			       : ripc__buf_alloc_len(len);
 	struct ripc_lreg *r;
 	void *p;
 	int err;
+
+	if (!mlen)
+		return NULL; /* len wrapped around */
 
 	if ((p = libbuf_from_cache(mlen, !pull_mem))) {
 		r = ripc__lreg_alloc_of(p);
 	} else {
 		/* ripc_buf_alloc: the application's memory, often what it
-		 * sends long (read by the peer); huge pages from 2 MiB. */
+		 * sends long (read by the peer) or offers to be written;
+		 * huge pages from RIPC_HUGE_FROM. */
 		p = pull_mem ? map_pages(mlen) : ripc__loc_alloc_huge(mlen);
 		if (!p)
 			return NULL;

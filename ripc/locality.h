@@ -189,10 +189,11 @@ void *ripc__loc_alloc(size_t len);
 
 /* As ripc__loc_alloc, and from 2 MiB up aligned to 2 MiB
  * and advised for transparent huge pages (MADV_HUGEPAGE), for memory that
- * peers read with RDMA: shm's reads go through process_vm_readv(2), which
- * walks the pages of the memory it reads from, 2-4x faster over huge
- * pages (measured: 4 MiB, 3.2-4.7 -> 8.5-16.5 GB/s).  Still released with
- * munmap(p, len). */
+ * peers read or write with RDMA: shm's reads and writes go through
+ * process_vm_readv/writev(2), which walk the pages of the other process's
+ * memory, 2-4x faster over huge pages (measured: 4 MiB, 3.2-4.7 ->
+ * 8.5-16.5 GB/s).  ripc_buf_alloc asks for whole 2 MiB pages from 1 MiB
+ * (ripc__buf_alloc_len).  Still released with munmap(p, len). */
 void *ripc__loc_alloc_huge(size_t len);
 
 /* Bind thread th to the CPUs of the chosen node that the calling thread

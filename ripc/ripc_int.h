@@ -844,6 +844,9 @@ void ripc__lreg_del(struct ripc_lreg *r);
 struct ripc_lreg *ripc__lreg_alloc_of(const void *p);
 struct ripc_lreg *ripc__lreg_user_of(const void *p);
 void *ripc__libbuf_alloc(size_t len, bool pull_mem);
+/* Bytes ripc_buf_alloc(len) maps: whole pages, whole 2 MiB huge pages
+ * from 1 MiB (buffers.c). */
+size_t ripc__buf_alloc_len(size_t len);
 void ripc__libbuf_free(void *p);
 int ripc__key_new(struct ripc_tp *t, uint64_t *key);
 

@@ -196,18 +196,21 @@ Test(core, limits)
 	cr_assert_eq(ripc_limit((enum ripc_limit)999), 0);
 }
 
-/* The VmFlags line of the mapping that starts at p (/proc/self/smaps). */
+/* The VmFlags line of the mapping that holds p (/proc/self/smaps).  Not
+ * the one that starts at p: the kernel merges a buffer's mapping with a
+ * neighbour of the same flags (another huge-page buffer). */
 static bool vma_flags(const void *p, char *flags, size_t len)
 {
-	char line[512], start[32];
+	char line[512];
 	bool found = false;
 	FILE *f = fopen("/proc/self/smaps", "r");
+	unsigned long a = (unsigned long)(uintptr_t)p, lo, hi;
 
 	if (!f)
 		return false;
-	snprintf(start, sizeof(start), "%lx-", (unsigned long)(uintptr_t)p);
 	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, start, strlen(start)))
+		if (!found && sscanf(line, "%lx-%lx ", &lo, &hi) == 2 &&
+		    lo <= a && a < hi)
 			found = true;
 		else if (found && !strncmp(line, "VmFlags:", 8)) {
 			snprintf(flags, len, "%s", line + 8);
@@ -218,30 +221,62 @@ static bool vma_flags(const void *p, char *flags, size_t len)
 	return found;
 }
 
-Test(core, buf_alloc_huge_pages)
+/* ripc_buf_alloc(size): huge pages (2 MiB-aligned, advised) or not. */
+static uint8_t *alloc_expect_huge(size_t size, bool huge)
 {
 	char flags[256] = "";
+	uint8_t *p = ripc_buf_alloc(size);
+
+	cr_assert_not_null(p, "%zu bytes: %s", size,
+			   ripc_strerror(ripc_last_error()));
+	if (huge) {
+		cr_assert_eq((uintptr_t)p % (2u << 20), 0,
+			     "%zu bytes: %p not 2 MiB-aligned", size, (void *)p);
+		cr_assert(vma_flags(p, flags, sizeof(flags)),
+			  "no mapping at %p", (void *)p);
+		cr_expect(strstr(flags, " hg"),
+			  "%zu bytes: not MADV_HUGEPAGE: %s", size, flags);
+	} else if (vma_flags(p, flags, sizeof(flags))) {
+		cr_expect(!strstr(flags, " hg"), "%zu bytes advised: %s", size,
+			  flags);
+	}
+	return p;
+}
+
+Test(core, buf_alloc_huge_pages)
+{
 	uint8_t *p, *q;
 
 	need_lib();
 	/* From 2 MiB: aligned to 2 MiB and advised for huge pages. */
-	p = ripc_buf_alloc(5 << 20);
-	cr_assert_not_null(p);
-	cr_assert_eq((uintptr_t)p % (2u << 20), 0, "%p not 2 MiB-aligned",
-		     (void *)p);
-	cr_assert(vma_flags(p, flags, sizeof(flags)), "no mapping at %p",
-		  (void *)p);
-	cr_expect(strstr(flags, " hg"), "not MADV_HUGEPAGE: %s", flags);
+	p = alloc_expect_huge(5 << 20, true);
 	fill(p, 5 << 20, 3); /* all of it is ours */
 	cr_assert(check_fill(p, 5 << 20, 3));
-	/* Below 2 MiB: plain pages. */
-	q = ripc_buf_alloc(100000);
-	cr_assert_not_null(q);
-	if (vma_flags(q, flags, sizeof(flags)))
-		cr_expect(!strstr(flags, " hg"), "small buffer advised: %s",
-			  flags);
+	/* From 1 MiB: a whole huge page (a peer's process_vm_readv or
+	 * writev of 4 KiB pages took twice as long at 1 MiB). */
+	q = alloc_expect_huge(1 << 20, true);
+	fill(q, 1 << 20, 4);
+	/* Growing within the huge page keeps the buffer and its bytes. */
+	cr_assert_eq(ripc_buf_realloc(q, 3 << 19), q, "1.5 MiB moved");
+	cr_assert(check_fill(q, 1 << 20, 4));
+	fill(q, 3 << 19, 5);
+	cr_assert(check_fill(q, 3 << 19, 5));
 	ripc_buf_free(q);
+	/* Below 1 MiB: plain pages (a huge page would be more than twice
+	 * the memory asked for). */
+	ripc_buf_free(alloc_expect_huge((1 << 20) - 4096, false));
+	ripc_buf_free(alloc_expect_huge(100000, false));
 	ripc_buf_free(p);
+	/* A size that rounds past the end of the address space fails. */
+	cr_assert_null(ripc_buf_alloc(SIZE_MAX));
+	cr_assert_eq(ripc_last_error(), RIPC_ENOMEM);
+	cr_assert_null(ripc_buf_alloc(SIZE_MAX - (1u << 20)));
+	cr_assert_eq(ripc_last_error(), RIPC_ENOMEM);
+	q = ripc_buf_alloc(4096);
+	cr_assert_not_null(q);
+	cr_assert_null(ripc_buf_realloc(q, SIZE_MAX));
+	cr_assert_eq(ripc_last_error(), RIPC_ENOMEM);
+	ripc_buf_free(q); /* still the caller's after the failed realloc */
 }
 
 Test(core, buf_alloc_zeroed_after_reuse)
