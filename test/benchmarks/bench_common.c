@@ -331,6 +331,17 @@ void *bench_map(size_t len)
 	return p;
 }
 
+void *bench_land(size_t len)
+{
+	void *p = ripc_buf_alloc(len);
+
+	if (!p)
+		bench_die("ripc_buf_alloc(%zu): %s", len,
+			  ripc_strerror(ripc_last_error()));
+	memset(p, 0, len);
+	return p;
+}
+
 void bench_check_transport(uint16_t server)
 {
 	const char *tr = ripc_transport_of(server);

@@ -82,6 +82,14 @@ bool bench_verify(const uint8_t *buf, size_t size);
 /* Anonymous memory of len bytes, every page faulted in (first touch must
  * not be timed).  Exits when the mapping fails. */
 void *bench_map(size_t len);
+/* The same from ripc_buf_alloc, as ripc_send_short(3) advises for return
+ * buffers of 1 MiB and up (huge pages: a peer's process_vm_writev over shm
+ * pins the pages it writes one by one).  ripc_reqrep and ripc_filefetch
+ * land their replies here in both modes, window or return buffer, so the
+ * two stay comparable (a window's pages made no measurable difference);
+ * ripc_long_bw's windows stay bench_map's plain pages, like the raw pull's
+ * buffer it is held against. */
+void *bench_land(size_t len);
 
 /* Client: make sure the server is reached over the transport asked for
  * with -p (a silent fallback would measure the wrong thing). */

@@ -34,7 +34,7 @@
 #   fi_rdm_pullreg  the same, registering the sender's buffer per message
 #                   as libripc must (fresh key per long send)
 #   fi_rdm_pullhuge fi_rdm_pull from a sender's buffer on huge pages
-#                   (raw/fi_rma_bench -H), as ripc_buf_alloc gives from 2 MiB
+#                   (raw/fi_rma_bench -H), as ripc_buf_alloc gives from 1 MiB
 #   fi_rdm_read     raw/fi_rma_bench: READ_WINDOW fi_reads in flight
 #                   (the provider's RDMA-read ceiling)
 # then (issues 3 and 6), for each provider:
@@ -1453,9 +1453,9 @@ file.  Source: git $GIT_REV, $GIT_DIRTY uncommitted file(s) in ripc/ prov/ inclu
   key per message as libripc's security rule requires.
   \`fi_rdm_pullhuge\`: \`fi_rdm_pull\` from a sender's buffer on transparent
   huge pages (2 MiB-aligned, MADV_HUGEPAGE), which is what
-  \`ripc_buf_alloc\` gives from 2 MiB (libripc's benchmark buffers come
-  from it); over shm the pull is a process_vm_readv of the sender's
-  memory, faster from huge pages.  \`fi_rdm_read\`:
+  \`ripc_buf_alloc\` gives from 1 MiB (libripc's benchmark buffers come
+  from it; from 2 MiB before 11-29); over shm the pull is a
+  process_vm_readv of the sender's memory, faster from huge pages.  \`fi_rdm_read\`:
   $READ_WINDOW \`fi_read\`s in flight on one registered buffer — the provider's
   RDMA-read ceiling, not a protocol.
 * Peers (tcp tables): \`fi_pingpong tcp-msg\` = libfabric's tool on a tcp
@@ -1471,7 +1471,11 @@ file.  Source: git $GIT_REV, $GIT_DIRTY uncommitted file(s) in ripc/ prov/ inclu
   \`retbuf\`: each request offers one return buffer of exactly the reply size
   and the server's library RDMA-writes the reply into it.  \`pull\`: no
   return buffer; the client's library pulls the reply into a receive window
-  the client registers again after every reply.
+  the client registers again after every reply.  The client's buffer, in
+  both modes, comes from \`ripc_buf_alloc\` (huge pages from 1 MiB), as
+  ripc_send_short(3) advises for return buffers: over shm the server's
+  write into plain pages took 2-2.5x as long from 1 MiB up (since 11-29;
+  runs before then landed in plain pages).
 * **Message rate** (issue 6, \`ripc_msgrate\`, \`msg_rate\` in thousands of
   messages per second): 64-byte short sends from 1 or N sender processes
   (each its own library instance and service, all on CPU $CLI_CPU) to one
@@ -1489,7 +1493,8 @@ file.  Source: git $GIT_REV, $GIT_DIRTY uncommitted file(s) in ripc/ prov/ inclu
   client asks for one by name in a short message and gets it by long send
   (\`libripc_fetch_long\`: pulled into a receive window) or written into a
   return buffer offered with the request (\`libripc_fetch_retbuf\`); the
-  client's window or return buffer is as large as the largest file.
+  client's window or return buffer is as large as the largest file, from
+  \`ripc_buf_alloc\` (since 11-29, as for request/reply).
   \`tcp_fetch\`: the same over one kernel TCP connection (\`raw/tcp_filefetch\`:
   request line, 8-byte length and the file, blocking sockets, TCP_NODELAY).
   Up to $FETCH_ITERS fetches or $FETCH_SEC s per size; \`lat_us\` is the median
