@@ -596,8 +596,13 @@ void *ripc__libbuf_alloc(size_t len, bool pull_mem)
 	} else {
 		/* ripc_buf_alloc: the application's memory, often what it
 		 * sends long (read by the peer) or offers to be written;
-		 * huge pages from RIPC_HUGE_FROM. */
-		p = pull_mem ? map_pages(mlen) : ripc__loc_alloc_huge(mlen);
+		 * huge pages from RIPC_HUGE_FROM.  A pull's buffer: huge
+		 * pages from 2 MiB, since past the cache (items over
+		 * LIBBUF_CACHE_ITEM) every message maps one afresh and the
+		 * pull faults in all of it: shm 128 and 256 MiB items went
+		 * from 858-1 234 to 2 769-3 619 MB/s, tcp from 768-936 to
+		 * 1 666-2 462 (perf_notes.md, 11-29). */
+		p = ripc__loc_alloc_huge(mlen);
 		if (!p)
 			return NULL;
 		r = ripc__lreg_add(p, mlen, &err);
