@@ -1454,7 +1454,7 @@ file.  Source: git $GIT_REV, $GIT_DIRTY uncommitted file(s) in ripc/ prov/ inclu
   \`fi_rdm_pullhuge\`: \`fi_rdm_pull\` from a sender's buffer on transparent
   huge pages (2 MiB-aligned, MADV_HUGEPAGE), which is what
   \`ripc_buf_alloc\` gives from 1 MiB (libripc's benchmark buffers come
-  from it; from 2 MiB before 11-29); over shm the pull is a
+  from it; from 2 MiB before git 64bbeb5); over shm the pull is a
   process_vm_readv of the sender's memory, faster from huge pages.  \`fi_rdm_read\`:
   $READ_WINDOW \`fi_read\`s in flight on one registered buffer — the provider's
   RDMA-read ceiling, not a protocol.
@@ -1474,8 +1474,8 @@ file.  Source: git $GIT_REV, $GIT_DIRTY uncommitted file(s) in ripc/ prov/ inclu
   the client registers again after every reply.  The client's buffer, in
   both modes, comes from \`ripc_buf_alloc\` (huge pages from 1 MiB), as
   ripc_send_short(3) advises for return buffers: over shm the server's
-  write into plain pages took 2-2.5x as long from 1 MiB up (since 11-29;
-  runs before then landed in plain pages).
+  write into plain pages took 2-2.5x as long from 1 MiB up (since git
+  4f60743, 11-29 22:37; runs of earlier commits landed in plain pages).
 * **Message rate** (issue 6, \`ripc_msgrate\`, \`msg_rate\` in thousands of
   messages per second): 64-byte short sends from 1 or N sender processes
   (each its own library instance and service, all on CPU $CLI_CPU) to one
@@ -1494,7 +1494,7 @@ file.  Source: git $GIT_REV, $GIT_DIRTY uncommitted file(s) in ripc/ prov/ inclu
   (\`libripc_fetch_long\`: pulled into a receive window) or written into a
   return buffer offered with the request (\`libripc_fetch_retbuf\`); the
   client's window or return buffer is as large as the largest file, from
-  \`ripc_buf_alloc\` (since 11-29, as for request/reply).
+  \`ripc_buf_alloc\` (since git 4f60743, as for request/reply).
   \`tcp_fetch\`: the same over one kernel TCP connection (\`raw/tcp_filefetch\`:
   request line, 8-byte length and the file, blocking sockets, TCP_NODELAY).
   Up to $FETCH_ITERS fetches or $FETCH_SEC s per size; \`lat_us\` is the median
