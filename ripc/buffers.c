@@ -39,8 +39,8 @@ static size_t page_round(size_t len)
 /* ripc_buf_alloc's memory comes in whole 2 MiB huge pages from
  * RIPC_HUGE_FROM up (ripc__loc_alloc_huge), and a buffer of 1-2 MiB gets
  * a whole one: over shm a peer's read of it (or its write into it, as a
- * return buffer or a window) is a process_vm_readv/writev that pins its
- * pages one by one, and a 1 MiB pull from 4 KiB pages took twice as long
+ * return buffer) is a process_vm_readv/writev that pins its pages one by
+ * one, and a 1 MiB pull from 4 KiB pages took twice as long
  * (perf_notes.md, 11-29).  At most twice the memory asked for; below
  * 1 MiB plain pages, where that would be more. */
 #define RIPC_HUGE_FROM (1ul << 20)
@@ -530,7 +530,7 @@ int ripc__replenish(struct ripc_tp *t)
 /* app: for ripc_buf_alloc, which promises zeroed memory and huge pages
  * from RIPC_HUGE_FROM (mlen is then whole huge pages,
  * ripc__buf_alloc_len): the buffer is cleared, and only a 2 MiB-aligned
- * one will do, advised again (a library buffer for a pull was not).  A
+ * one will do, advised again (a pull's buffer below 2 MiB was not).  A
  * pull overwrites what it is given. */
 static void *libbuf_from_cache(size_t mlen, bool app)
 {
