@@ -68,14 +68,22 @@ struct reply {
 	uint32_t pad;
 };
 
+/* One short item holding exactly `word` and its terminating NUL. */
+static bool is_word(uint16_t ns, void **si, const uint32_t *ss,
+		    const char *word)
+{
+	return ns == 1 && ss[0] == strlen(word) + 1 &&
+	       !memcmp(si[0], word, ss[0]);
+}
+
 static bool is_bye(uint16_t ns, void **si, const uint32_t *ss)
 {
-	return ns == 1 && ss[0] == sizeof(BYE) && !memcmp(si[0], BYE, 4);
+	return is_word(ns, si, ss, BYE);
 }
 
 static bool is_sync(uint16_t ns, void **si, const uint32_t *ss)
 {
-	return ns == 1 && ss[0] == sizeof(SYNC) && !memcmp(si[0], SYNC, 5);
+	return is_word(ns, si, ss, SYNC);
 }
 
 static void send_word(uint16_t me, uint16_t to, const char *word)
