@@ -74,8 +74,10 @@ const struct ripc_env_var ripc__env_table[RIPC_ENV_COUNT] = {
 		"per message instead of two)." },
 	[RIPC_ENV_PULL_MEM_MAX] = { "RIPC_PULL_MEM_MAX", "4g",
 		"Bytes of library buffers that pulls in flight may allocate." },
-	[RIPC_ENV_READ_CHUNK] = { "RIPC_READ_CHUNK", "8m",
-		"Largest single RDMA read a pull posts." },
+	[RIPC_ENV_READ_CHUNK] = { "RIPC_READ_CHUNK", "",
+		"Largest single RDMA read a pull posts (and RDMA write of a "
+		"reply), on every transport. Empty: each transport's own, "
+		"tcp 512k, the others 8m." },
 	[RIPC_ENV_DONE_DELAY_US] = { "RIPC_DONE_DELAY_US", "1000",
 		"Microseconds a finished pull's done message may wait to ride in "
 		"the receiver's next short message to the sender (its answer) "

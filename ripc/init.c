@@ -71,8 +71,11 @@ void ripc__load_config(void)
 	CTX->cfg.return_timeout_ms = v < 0 ? 0 : (uint64_t)v;
 	v = ripc__env_int(RIPC_ENV_PULL_MEM_MAX);
 	CTX->cfg.pull_mem_max = v < 0 ? 0 : (uint64_t)v;
-	v = ripc__env_int(RIPC_ENV_READ_CHUNK);
-	CTX->cfg.read_chunk = v < 4096 ? 4096 : (uint64_t)v;
+	/* Unset: each transport's own (ripc__rma_chunk). */
+	v = ripc__env_is_set(RIPC_ENV_READ_CHUNK)
+		    ? ripc__env_int(RIPC_ENV_READ_CHUNK)
+		    : 0;
+	CTX->cfg.read_chunk = v == 0 ? 0 : v < 4096 ? 4096 : (uint64_t)v;
 	v = ripc__env_int(RIPC_ENV_DONE_DELAY_US);
 	CTX->cfg.done_delay_ns = v < 0 ? 0 : v > 1000000 ? 1000000000ull
 							  : (uint64_t)v * 1000;

@@ -2,7 +2,8 @@
  * Pulls: the receiver's half of a long send.  For each described item the
  * receiver picks where it goes (a receive window of the service, else a
  * process-wide one, else a library buffer within RIPC_PULL_MEM_MAX), reads
- * it with RDMA reads of at most RIPC_READ_CHUNK bytes, and when every read
+ * it with RDMA reads of at most ripc__rma_chunk() bytes (RIPC_READ_CHUNK,
+ * else the transport's own), in flight together, and when every read
  * has completed tells the sender DONE (queued, never waited for) and makes
  * the message ready on its service.
  *
@@ -352,12 +353,10 @@ void ripc__pull_post_reads(void)
 		struct ripc_pull *p =
 			ripc_container_of(pos, struct ripc_pull, readq);
 		struct ripc_tp *t = &CTX->tp[p->peer->tp];
-		size_t chunk = CTX->cfg.read_chunk;
+		size_t chunk = ripc__rma_chunk(&t->attr);
 
 		if (!p->msg && !p->err)
 			p->err = RIPC_EPULL; /* abandoned: post no more */
-		if (chunk > t->attr.max_msg_size)
-			chunk = t->attr.max_msg_size;
 		if (!p->err && peer_refused(p->peer, gen))
 			continue; /* it refused a read this pass */
 		if (!p->err && !ripc__peer_ready(p->peer))

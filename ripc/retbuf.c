@@ -370,10 +370,8 @@ static bool reply_all_posted(const struct ripc_reply *r)
 static bool reply_post(struct ripc_reply *r, uint64_t now)
 {
 	struct ripc_tp *t = &CTX->tp[r->peer->tp];
-	size_t chunk = CTX->cfg.read_chunk;
+	size_t chunk = ripc__rma_chunk(&t->attr);
 
-	if (chunk > t->attr.max_msg_size)
-		chunk = t->attr.max_msg_size;
 	for (unsigned i = 0; i < r->nret && !r->err; i++) {
 		struct reply_write *w = &r->w[i];
 

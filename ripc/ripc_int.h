@@ -717,7 +717,8 @@ struct ripc_ctx {
 		bool doorbell;
 		bool direct_wake; /* RIPC_DIRECT_WAKE */
 		uint64_t return_timeout_ms;
-		uint64_t pull_mem_max, read_chunk;
+		uint64_t pull_mem_max;
+		uint64_t read_chunk; /* RIPC_READ_CHUNK, 0 unset: ripc__rma_chunk */
 		uint64_t done_delay_ns; /* RIPC_DONE_DELAY_US */
 		uint32_t frag_max;      /* RIPC_FRAG_MAX */
 		bool manual_progress;
@@ -728,6 +729,20 @@ struct ripc_ctx {
 
 extern struct ripc_ctx ripc__ctx;
 #define CTX (&ripc__ctx)
+
+/* Largest single RDMA read (pull.c) or write (retbuf.c) posted on the
+ * transport with attributes `a`: RIPC_READ_CHUNK when set, else the
+ * transport's own choice (struct ripc_prov_attr), else 8 MiB; never above
+ * what one operation may move. */
+#define RIPC_RMA_CHUNK_DEFAULT (8ul << 20)
+static inline size_t ripc__rma_chunk(const struct ripc_prov_attr *a)
+{
+	size_t c = CTX->cfg.read_chunk ? CTX->cfg.read_chunk
+		   : a->rma_chunk      ? a->rma_chunk
+				       : RIPC_RMA_CHUNK_DEFAULT;
+
+	return c > a->max_msg_size ? a->max_msg_size : c;
+}
 
 static inline bool ripc__bell_has_mail(void)
 {

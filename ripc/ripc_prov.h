@@ -80,6 +80,10 @@ struct ripc_prov_attr {
 	 * response queue in order).  The core then reaches same-host peers
 	 * over another transport when it has one. */
 	bool reads_need_peer;
+	/* Largest single RDMA read or write the core should post; a bigger
+	 * item is moved as several, in flight together (0: the core's
+	 * default, RIPC_RMA_CHUNK_DEFAULT).  RIPC_READ_CHUNK overrides it. */
+	size_t rma_chunk;
 	int wait_fd;             /* fd to poll() before ->poll(), or -1 */
 };
 

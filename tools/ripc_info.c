@@ -237,6 +237,7 @@ static void show_transports(void)
 		kv(K("same_host_only"), "%s", yesno(a->same_host_only));
 		kv(K("checks_rma_keys"), "%s", yesno(a->checks_rma_keys));
 		kv(K("reads_need_peer"), "%s", yesno(a->reads_need_peer));
+		kv(K("rma_chunk"), "%zu", ripc__rma_chunk(a));
 #undef K
 	}
 }
@@ -267,6 +268,7 @@ static void show_limits(void)
 	   CTX->cfg.pull_timeout_ns / 1000000);
 	kv("limit.return_timeout_ms", "%" PRIu64, CTX->cfg.return_timeout_ms);
 	kv("limit.pull_mem_max_bytes", "%" PRIu64, CTX->cfg.pull_mem_max);
+	/* 0: unset, each transport's own (transport.NAME.rma_chunk). */
 	kv("limit.read_chunk_bytes", "%" PRIu64, CTX->cfg.read_chunk);
 	kv("limit.rx_depth", "%u", CTX->cfg.rx_depth);
 	kv("limit.receive_buffer_bytes", "%zu", (size_t)RIPC_SLOT_SIZE);

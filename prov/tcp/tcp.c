@@ -64,6 +64,15 @@ const struct ripc_ofi_row ripc__tcp_row = {
 	.wait_fd = true,
 	/* rxm/tcp progress reads sockets on every CQ poll (~1-3 us). */
 	.costly_poll = true,
+	/* A big item pulled as reads of 512 KiB in flight together, not as
+	 * one: the owner answers each with its own sendmsg, and one sendmsg
+	 * of a whole MiB or more crawled on loopback TCP.  Builds with one
+	 * read and with these alternating, 5 pairs, medians in MB/s: 1 MiB
+	 * 2 749 -> 4 764, 4 MiB 2 967 -> 4 050, 16 MiB 2 698 -> 4 441, 64 MiB
+	 * 2 666 -> 3 935 (perf_notes.md, "tcp: a big item as several
+	 * reads").  shm keeps one read per 8 MiB: smaller ones lost there
+	 * (16 MiB 8 568-10 028 at 512 KiB against 10 408-11 281). */
+	.rma_chunk = 512 << 10,
 	.unchecked_fast_rma = false,
 	.env_defaults = tcp_env,
 };

@@ -197,6 +197,7 @@ int ripc__ofi_open(const struct ripc_ofi_row *row,
 		attr->key_bytes = 4;
 	attr->same_host_only = row->same_host_only;
 	attr->frag_injects = row->frag_injects;
+	attr->rma_chunk = row->rma_chunk;
 	attr->costly_poll = row->costly_poll;
 	attr->checks_rma_keys =
 		!(row->unchecked_fast_rma && attr->mr_virt_addr);

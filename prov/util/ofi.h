@@ -20,6 +20,7 @@ struct ripc_ofi_row {
 	bool wait_fd;              /* CQ supports FI_WAIT_FD */
 	bool costly_poll;          /* polling the CQ costs syscalls */
 	bool frag_injects;         /* see struct ripc_prov_attr */
+	size_t rma_chunk;          /* see struct ripc_prov_attr */
 	/* The provider's fast RMA path ignores keys when FI_MR_VIRT_ADDR is
 	 * granted (shm 1.17, ref §3.2); withhold VIRT_ADDR in checked mode. */
 	bool unchecked_fast_rma;

@@ -1433,7 +1433,8 @@ file.  Source: git $GIT_REV, $GIT_DIRTY uncommitted file(s) in ripc/ prov/ inclu
 * **Bandwidth** (\`bw_MBps\`, MB = 10^6 B): message size x messages / time,
   at most $BW_SEC s per size.  \`libripc\`: \`ripc_long_bw\`; the client
   long-sends one item (from \`ripc_buf_alloc\` memory), the server's library
-  pulls it with RDMA reads (chunks of at most RIPC_READ_CHUNK = 8 MiB) into a
+  pulls it with RDMA reads (of at most 512 KiB over tcp, 8 MiB over shm, in
+  flight together: RIPC_READ_CHUNK unset) into a
   receive window registered in advance, the server answers a short "done";
   one message in flight.  \`libripc_rel\`: the same without the server's
   answer: the client waits with \`ripc_wait_released\` until the

@@ -1178,6 +1178,58 @@ Test(core, shm_on_means_shm)
 	cr_assert_str_eq(ripc_transport_of(SVC), "shm");
 }
 
+/* How big one RDMA read or write is: tcp's own 512 KiB and shm's 8 MiB
+ * (the core's default) unless RIPC_READ_CHUNK says otherwise for all
+ * (ripc__rma_chunk); and an item of several such reads over tcp (5 MiB: ten
+ * reads, in flight together) arrives intact. */
+Test(core, rma_chunk_per_transport)
+{
+	setenv("RIPC_PROVIDER", "", 1);
+	setenv("RIPC_RESOLVER", "0", 1);
+	need_service(SVC);
+	cr_assert(CTX->tp[RIPC_PROV_TCP].open && CTX->tp[RIPC_PROV_SHM].open);
+	cr_assert_eq(ripc__rma_chunk(&CTX->tp[RIPC_PROV_TCP].attr), 512 << 10);
+	cr_assert_eq(ripc__rma_chunk(&CTX->tp[RIPC_PROV_SHM].attr), 8 << 20);
+}
+
+Test(core, rma_chunk_from_environment)
+{
+	setenv("RIPC_PROVIDER", "", 1);
+	setenv("RIPC_RESOLVER", "0", 1);
+	setenv("RIPC_READ_CHUNK", "1m", 1);
+	need_service(SVC);
+	cr_assert_eq(ripc__rma_chunk(&CTX->tp[RIPC_PROV_TCP].attr), 1 << 20);
+	cr_assert_eq(ripc__rma_chunk(&CTX->tp[RIPC_PROV_SHM].attr), 1 << 20);
+}
+
+Test(core, long_to_self_over_tcp_in_chunks)
+{
+	const size_t huge = (5 << 20) + 3;
+	uint8_t *h = malloc(huge);
+	void *b[1] = { h };
+	uint32_t l[1] = { (uint32_t)huge };
+	struct rx r;
+
+	cr_assert(h);
+	setenv("RIPC_PROVIDER", "", 1);
+	setenv("RIPC_SHM", "0", 1);
+	setenv("RIPC_RESOLVER", "0", 1);
+	need_service(SVC);
+	cr_assert_str_eq(ripc_transport_of(SVC), "tcp");
+	cr_assert_lt(ripc__rma_chunk(&CTX->tp[RIPC_PROV_TCP].attr), huge / 8);
+	fill(h, huge, 7);
+	cr_assert_eq(ripc_send_long(SVC, SVC, b, l, 1, NULL, NULL, 0), RIPC_OK,
+		     "%s", ripc_strerror(ripc_last_error()));
+	receive(SVC, &r);
+	cr_assert_eq(r.err, RIPC_OK, "%s", ripc_strerror(r.err));
+	cr_assert_eq(r.nlong, 1);
+	cr_assert_eq(r.lsizes[0], huge);
+	cr_assert(check_fill(r.litems[0], huge, 7));
+	cr_assert_eq(ripc_wait_released(h, -1), RIPC_OK);
+	release(&r, true);
+	free(h);
+}
+
 /* shm without CMA cannot pull safely (ripc(7), TRANSPORTS): with tcp open
  * the process closes shm, and even it reaches itself over tcp; a long
  * item, pulled by RDMA read, arrives intact that way. */

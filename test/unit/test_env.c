@@ -19,8 +19,7 @@ static const enum ripc_env_id int_vars[] = {
 	RIPC_ENV_LONG_TIMEOUT_MS,    RIPC_ENV_PULL_TIMEOUT_MS,
 	RIPC_ENV_SPIN_US,	     RIPC_ENV_POLL_INTERVAL_US,
 	RIPC_ENV_RX_DEPTH,	     RIPC_ENV_QUEUE_MAX,
-	RIPC_ENV_PULL_MEM_MAX,	     RIPC_ENV_READ_CHUNK,
-	RIPC_ENV_RETURN_TIMEOUT_MS,
+	RIPC_ENV_PULL_MEM_MAX,	     RIPC_ENV_RETURN_TIMEOUT_MS,
 };
 #define N_INT (sizeof(int_vars) / sizeof(int_vars[0]))
 
@@ -96,9 +95,13 @@ Test(env, integer_defaults_parse)
 	unsetenv(name(RIPC_ENV_PULL_MEM_MAX));
 	cr_assert_eq(ripc__env_int(RIPC_ENV_PULL_MEM_MAX),
 		     4ll * 1024 * 1024 * 1024, "default 4g");
+	/* No default of its own: each transport's (ripc__rma_chunk). */
 	unsetenv(name(RIPC_ENV_READ_CHUNK));
-	cr_assert_eq(ripc__env_int(RIPC_ENV_READ_CHUNK), 8ll * 1024 * 1024,
-		     "default 8m");
+	cr_assert(!ripc__env_is_set(RIPC_ENV_READ_CHUNK));
+	cr_assert_str_eq(ripc__env_table[RIPC_ENV_READ_CHUNK].def, "");
+	setenv(name(RIPC_ENV_READ_CHUNK), "512k", 1);
+	cr_assert(ripc__env_is_set(RIPC_ENV_READ_CHUNK));
+	cr_assert_eq(ripc__env_int(RIPC_ENV_READ_CHUNK), 512ll * 1024);
 }
 
 Test(env, integers_and_suffixes)

@@ -41,7 +41,9 @@
  *             message the client sends {addr, key, len} of its registered
  *             buffer (an fi_inject), the server fi_read()s it in chunks of
  *             at most -C bytes (all posted at once, like libripc's
- *             RIPC_READ_CHUNK, default 8 MiB) and answers an 8-byte
+ *             reads; default 8 MiB, one read up to that: libripc's tcp
+ *             reads 512 KiB each, see ripc(7) RIPC_READ_CHUNK) and
+ *             answers an 8-byte
  *             "DONE"; one message in flight.  Prints
  *             <prefix>_pull <transport> SIZE bw_MBps.  The server needs
  *             the same -U list (it sizes its landing buffer from it).
