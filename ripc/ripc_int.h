@@ -733,7 +733,7 @@ extern struct ripc_ctx ripc__ctx;
 /* Largest single RDMA read (pull.c) or write (retbuf.c) posted on the
  * transport with attributes `a`: RIPC_READ_CHUNK when set, else the
  * transport's own choice (struct ripc_prov_attr), else 8 MiB; never above
- * what one operation may move. */
+ * what one operation may move (max_msg_size). */
 #define RIPC_RMA_CHUNK_DEFAULT (8ul << 20)
 static inline size_t ripc__rma_chunk(const struct ripc_prov_attr *a)
 {
@@ -741,7 +741,8 @@ static inline size_t ripc__rma_chunk(const struct ripc_prov_attr *a)
 		   : a->rma_chunk      ? a->rma_chunk
 				       : RIPC_RMA_CHUNK_DEFAULT;
 
-	return c > a->max_msg_size ? a->max_msg_size : c;
+	/* (0 from a provider would make every read empty: no limit then.) */
+	return a->max_msg_size && c > a->max_msg_size ? a->max_msg_size : c;
 }
 
 static inline bool ripc__bell_has_mail(void)
