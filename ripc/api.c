@@ -188,10 +188,10 @@ static int api_sleep(struct ripc_waiter *w, struct ripc_list *on, uint64_t ns,
  * was woken 10-40 us later, in a third of 1 MiB long sends
  * (perf_notes.md; since then tcp reads 512 KiB at a time, ~100 us a
  * sendmsg, but several passes in a row can still outlast the budget,
- * and RIPC_READ_CHUNK may bring the big reads back).  So an interval between two clock readings of a
- * receive that stands out from those before it (SPIN_WORK_RATIO times
- * the last ordinary one, and more than SPIN_WORK_NS: eight empty rounds
- * take at most ~25 us here) moves the spin's end on by its length, up to
+ * and RIPC_READ_CHUNK may bring the big reads back).  So an interval
+ * between two clock readings of a receive that stands out from those
+ * before it (SPIN_WORK_RATIO times the last ordinary one, and more than
+ * SPIN_WORK_NS: eight empty rounds take at most ~25 us here) moves the spin's end on by its length, up to
  * `cap` (the longest spin, RIPC_SPIN_PULL_US).  Only one interval in a
  * row: when the next is as long, that is the thread's pace (valgrind, an
  * overloaded host) and the budget runs out as before. */

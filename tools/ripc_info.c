@@ -206,6 +206,10 @@ static void show_transports(void)
 {
 	char key[64], why[256];
 
+	/* rma_chunk below depends on RIPC_READ_CHUNK: the configuration the
+	 * library would load, not the zeroed one of a process that never
+	 * initialised it. */
+	ripc__load_config();
 	probe_transports();
 	for (int i = 0; i < RIPC_PROV_MAX; i++) {
 		const struct tp_probe *t = &probe[i];

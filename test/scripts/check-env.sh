@@ -197,5 +197,17 @@ else
 	done <"$tmp/table"
 fi
 
+# ---- (f) a value set in the environment reaches what ripc_info shows ----
+# (transport.NAME.rma_chunk comes from RIPC_READ_CHUNK when it is set.)
+if [ -x "$info" ]; then
+	RIPC_READ_CHUNK=1m "$info" >"$tmp/info.rc" 2>/dev/null
+	for line in $(sed -n 's/^transport\.\([a-z]*\)\.rma_chunk: \(.*\)/\1=\2/p' \
+		"$tmp/info.rc"); do
+		[ "${line#*=}" = 1048576 ] ||
+			fail "ripc_info with RIPC_READ_CHUNK=1m: ${line%%=*}'s" \
+				"rma_chunk is ${line#*=}, not 1048576"
+	done
+fi
+
 echo "check-env: $ndecl variables, $nfiles files, $problems problem(s)"
 [ "$problems" -eq 0 ]
