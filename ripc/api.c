@@ -213,6 +213,36 @@ void ripc__spin_clock_read(struct ripc_spin_clock *c, uint64_t now,
 	c->last = now;
 }
 
+/* A receive polls past its spin while a message of its service is being
+ * pulled: the caller, not the progress thread, then completes the pull it
+ * waits for (handing the message over from the thread to a sleeping
+ * caller cost 10-25 % of long-send bandwidth).  The budget counts from
+ * the call's first poll, or, when the call slept first, from its
+ * wake-up: the long message that woke it is pulled while it polls.  Left
+ * to the wake-ups of whoever sleeps on the transport, a tcp pull drains
+ * its socket a segment per wake-up; the sender, held by the receive
+ * window in the connection's first transfers, then counts them as rounds
+ * in which its bandwidth did not grow, and under BBR (this VM's default)
+ * leaves STARTUP and paces the connection below the speed of its copy for
+ * the connection's whole life (perf_notes.md: a lone 256 KiB pair, 2 676
+ * against 3 628 MB/s).  One budget a call: a call that spent it on a
+ * stalled pull sleeps through later wake-ups. */
+bool ripc__pull_budget_poll(struct ripc_pull_budget *b, uint64_t now,
+			    uint64_t spin_until, bool pulling, uint64_t ns)
+{
+	if (b->woke) {
+		b->until = now + ns;
+		b->woke = false;
+	}
+	if (now < spin_until)
+		return true;
+	if (pulling && now < b->until) {
+		b->spent = true;
+		return true;
+	}
+	return false;
+}
+
 static uint64_t spin_longest(void)
 {
 	return CTX->cfg.spin_pull_ns > CTX->cfg.spin_ns ? CTX->cfg.spin_pull_ns
@@ -664,7 +694,8 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 	struct ripc_engine *g = &CTX->eng;
 	struct ripc_service *svc = NULL;
 	struct ripc_msg *m = NULL;
-	uint64_t start, last, deadline, spin_until, spin_pull_until, spin_cap;
+	uint64_t start, last, deadline, spin_until, spin_cap;
+	struct ripc_pull_budget pb = { 0 };
 	struct ripc_spin_clock sc;
 	bool spinning = false, slept = false;
 	unsigned spins = 0;
@@ -686,7 +717,7 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 	deadline = timeout_ms < 0 ? UINT64_MAX
 				  : start + ripc__ms_ns(timeout_ms);
 	spin_until = start + CTX->cfg.spin_ns;
-	spin_pull_until = start + CTX->cfg.spin_pull_ns;
+	pb.until = start + CTX->cfg.spin_pull_ns;
 	spin_cap = start + spin_longest();
 	sc = (struct ripc_spin_clock){ .last = start };
 
@@ -730,7 +761,7 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 		if (!start) {
 			start = now;
 			spin_until = start + CTX->cfg.spin_ns;
-			spin_pull_until = start + CTX->cfg.spin_pull_ns;
+			pb.until = start + CTX->cfg.spin_pull_ns;
 			spin_cap = start + spin_longest();
 			/* The reading the spin began on may be old (a send
 			 * before a long computation): the timer is checked
@@ -748,14 +779,14 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 			err = RIPC_ETIMEDOUT;
 			break;
 		}
-		if (now < spin_until ||
-		    (ripc__svc_pulling(svc) && now < spin_pull_until)) {
+		if (ripc__pull_budget_poll(&pb, now, spin_until,
+					   ripc__svc_pulling(svc),
+					   CTX->cfg.spin_pull_ns)) {
 			/* Busy-poll: lowest latency while messages flow, and
 			 * while a message of this service is being pulled
-			 * (what the caller waits for: handing it over from
-			 * the progress thread to a sleeping caller cost
-			 * 10-25 % of long-send bandwidth).  The progress
-			 * thread keeps away while we spin. */
+			 * (what the caller waits for, above
+			 * ripc__pull_budget_poll).  The progress thread keeps
+			 * away while we spin. */
 			api_spin(&spinning, now,
 				 now - start >= SPIN_YIELD_NS);
 			continue;
@@ -784,6 +815,7 @@ RIPC_API uint8_t ripc_receive_timeout(uint16_t service_id,
 
 		slept = true;
 		sc.last = 0; /* asleep is neither */
+		ripc__pull_budget_slept(&pb);
 		if (r < 0) {
 			err = RIPC_EINTR;
 			break;

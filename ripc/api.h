@@ -37,4 +37,30 @@ struct ripc_spin_clock {
 void ripc__spin_clock_read(struct ripc_spin_clock *c, uint64_t now,
 			   uint64_t *until, uint64_t cap);
 
+/* A blocking receive's budget for polling past its spin while a message
+ * of its service is being pulled (RIPC_SPIN_PULL_US, api.c explains
+ * why): until is its end, counted from the call's first poll; spent
+ * whether the call has polled for a pull past its spin; woke whether it
+ * slept since its last clock reading. */
+struct ripc_pull_budget {
+	uint64_t until;
+	bool spent;
+	bool woke;
+};
+
+/* The call slept: a budget not spent yet is counted afresh from the next
+ * clock reading, the wake-up; one spent on a pull (a stalled one) is not
+ * given again.  No lock needed (the state is the caller's). */
+static inline void ripc__pull_budget_slept(struct ripc_pull_budget *b)
+{
+	b->woke = !b->spent;
+}
+
+/* At the clock reading `now`: whether the receive keeps polling, because
+ * its spin lasts (now < spin_until) or because a message of its service
+ * is being pulled (`pulling`) and the budget of `ns` lasts.  Never
+ * blocks; no lock needed. */
+bool ripc__pull_budget_poll(struct ripc_pull_budget *b, uint64_t now,
+			    uint64_t spin_until, bool pulling, uint64_t ns);
+
 #endif

@@ -6,6 +6,10 @@
  * over tcp) moves the spin's end on by its length, up to a cap; a thread
  * whose every interval is long (valgrind, an overloaded host) still runs
  * out of budget.
+ *
+ * And the budget for polling while a message of the receive's service is
+ * being pulled (ripc__pull_budget_poll): from the call's first poll, or
+ * from its wake-up when it slept first, once a call.
  */
 #include <stdint.h>
 
@@ -123,4 +127,90 @@ Test(spin, first_interval_without_history)
 
 	ripc__spin_clock_read(&c, t0 + 250 * US, &until, cap);
 	cr_assert_eq(until, t0 + 450 * US);
+}
+
+/* ---- the pull budget (RIPC_SPIN_PULL_US) ------------------------------- */
+
+#define SPIN (200 * US)
+#define PULL (20000 * US)
+
+Test(pull_budget, the_spin_polls_whether_or_not_a_pull_runs)
+{
+	uint64_t t0 = 1000 * US;
+	struct ripc_pull_budget b = { .until = t0 + PULL };
+
+	cr_assert(ripc__pull_budget_poll(&b, t0 + 10 * US, t0 + SPIN, false,
+					 PULL));
+	cr_assert(ripc__pull_budget_poll(&b, t0 + 10 * US, t0 + SPIN, true,
+					 PULL));
+	cr_assert(!b.spent, "polling inside the spin spends no pull budget");
+}
+
+Test(pull_budget, past_the_spin_only_a_pull_keeps_it_polling)
+{
+	uint64_t t0 = 1000 * US;
+	struct ripc_pull_budget b = { .until = t0 + PULL };
+
+	cr_assert(!ripc__pull_budget_poll(&b, t0 + SPIN, t0 + SPIN, false,
+					  PULL));
+	cr_assert(!b.spent);
+	cr_assert(ripc__pull_budget_poll(&b, t0 + SPIN, t0 + SPIN, true,
+					 PULL));
+	cr_assert(b.spent);
+	cr_assert(ripc__pull_budget_poll(&b, t0 + PULL - 1, t0 + SPIN, true,
+					 PULL));
+	cr_assert(!ripc__pull_budget_poll(&b, t0 + PULL, t0 + SPIN, true,
+					  PULL),
+		  "the budget counts from the call's first poll");
+}
+
+/* The regression this guards: a receive that slept through its budget
+ * and was woken by a long message left the pull to wake-ups (a tcp
+ * socket drained a segment per wake-up; BBR then paced the connection
+ * for its life, perf_notes.md). */
+Test(pull_budget, a_call_that_slept_first_gets_it_from_its_wake_up)
+{
+	uint64_t t0 = 1000 * US, woke = t0 + 3000000 * US;
+	struct ripc_pull_budget b = { .until = t0 + PULL };
+
+	cr_assert(!ripc__pull_budget_poll(&b, t0 + SPIN, t0 + SPIN, false,
+					  PULL));
+	ripc__pull_budget_slept(&b);
+	cr_assert(ripc__pull_budget_poll(&b, woke, t0 + SPIN, true, PULL),
+		  "woken while its message is pulled, the receive polls");
+	cr_assert_eq(b.until, woke + PULL);
+	cr_assert(ripc__pull_budget_poll(&b, woke + PULL - 1, t0 + SPIN, true,
+					 PULL));
+	cr_assert(!ripc__pull_budget_poll(&b, woke + PULL, t0 + SPIN, true,
+					  PULL));
+}
+
+Test(pull_budget, a_wake_up_without_a_pull_keeps_the_budget_for_one)
+{
+	uint64_t t0 = 1000 * US, woke = t0 + 500000 * US;
+	struct ripc_pull_budget b = { .until = t0 + PULL };
+
+	ripc__pull_budget_slept(&b);
+	cr_assert(!ripc__pull_budget_poll(&b, woke, t0 + SPIN, false, PULL),
+		  "woken by something else, the receive sleeps again");
+	ripc__pull_budget_slept(&b);
+	cr_assert(ripc__pull_budget_poll(&b, woke + 1000 * US, t0 + SPIN,
+					 true, PULL));
+	cr_assert_eq(b.until, woke + 1000 * US + PULL);
+}
+
+Test(pull_budget, one_budget_a_call_a_stalled_pull_sleeps_through)
+{
+	uint64_t t0 = 1000 * US;
+	struct ripc_pull_budget b = { .until = t0 + PULL };
+
+	cr_assert(ripc__pull_budget_poll(&b, t0 + SPIN, t0 + SPIN, true,
+					 PULL));
+	cr_assert(!ripc__pull_budget_poll(&b, t0 + PULL, t0 + SPIN, true,
+					  PULL));
+	ripc__pull_budget_slept(&b);
+	cr_assert(!ripc__pull_budget_poll(&b, t0 + 2 * PULL, t0 + SPIN, true,
+					  PULL),
+		  "a pull that stalled (a stopped peer) costs a call one "
+		  "budget, not one per wake-up");
 }
