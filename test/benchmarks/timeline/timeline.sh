@@ -3,12 +3,14 @@
 # tcp: libripc's ripc_long_bw (one in flight, the server answers) and the
 # raw pull (fi_rma_bench -U), each pair run under an LD_PRELOAD shim that
 # timestamps the socket, wait and timer calls of both processes (shim.c).
-# Prints the median (p25-p75, p90, mean) of each phase in microseconds, and
-# the timer and yield calls per request.  The shim slows every call a little
-# (two clock reads), so compare the two systems with each other, not with
-# run_bench.sh's figures.  Side experiment of perf_notes.md.  Both
-# systems go through rxm's passthrough unless FI_OFI_RXM_ENABLE_PASSTHRU=0
-# is set, as in run_bench.sh.
+# Prints the median (p25-p75, p90, mean) of each phase in microseconds,
+# within each process and across the two (a message's delivery and its
+# discovery by the other side), and the timer and yield calls per
+# request.  The shim slows every call a little (two clock reads), so
+# compare the two systems with each other, not with run_bench.sh's
+# figures.  Side experiment of perf_notes.md.  Both systems go through
+# rxm's passthrough unless FI_OFI_RXM_ENABLE_PASSTHRU=0 is set, as in
+# run_bench.sh.
 #
 #   test/benchmarks/timeline/timeline.sh [-S bytes] [-t seconds] [-r rounds] [ripc|raw]...
 #
@@ -24,7 +26,7 @@ while getopts "S:t:r:" o; do
 	S) size=$OPTARG ;;
 	t) secs=$OPTARG ;;
 	r) rounds=$OPTARG ;;
-	*) sed -n '2,15p' "$0"; exit 2 ;;
+	*) sed -n '2,16p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -120,6 +122,28 @@ phases_srv() { # REQ ANS
 	$2 == "E" && issend($3) && $4 == ans && as { print "D3\tanswer send syscall\t" ($1 - as) / 1000; as = 0 }
 	'
 }
+# Across the two processes (both clocks are CLOCK_MONOTONIC): from the end
+# of one side's send to the end of the other side's receive of it - the
+# kernel's delivery plus the time the receiving side takes to notice (its
+# poll loop, its wait fd's epoll sets).  The data's is from the end of
+# the sender's sendmsg to the end of the reader's last receive of it.
+phases_cross() { # CLIFILE SRVFILE REQ ANS SIZE
+	{ awk '{ print $1, $2, "C", $4, $6 }' "$1"
+	  awk '{ print $1, $2, "S", $4, $6 }' "$2"; } | sort -n -k1,1 |
+	awk -v req="$3" -v ans="$4" -v big="$5" '
+	function issend(c) { return c == "send" || c == "sendto" || c == "sendmsg" }
+	function isrecv(c) { return c == "recv" || c == "recvfrom" || c == "recvmsg" }
+	function out(k, v) { if (v > 0) print k "\t" v / 1000 }
+	$3 == "C" && issend($4) && $5 == req { r = $2; st = 1 }
+	$3 == "S" && isrecv($4) && $5 == req && st == 1 { out("X1\trequest out -> in (reader)", $2 - r); st = 2 }
+	$3 == "S" && issend($4) && $5 == 40 && st == 2 { r = $2; st = 3 }
+	$3 == "C" && isrecv($4) && $5 == 40 && st == 3 { out("X2\treadreq out -> in (sender)", $2 - r); st = 4 }
+	$3 == "C" && issend($4) && $5 >= big && st == 4 { r = $2; d = 0; st = 5 }
+	$3 == "S" && isrecv($4) && $5 > 0 && st == 5 { d = $2 }
+	$3 == "S" && issend($4) && $5 == ans && st == 5 { if (d) out("X3\tdata out -> all in (reader)", d - r); r = $2; st = 6 }
+	$3 == "C" && isrecv($4) && $5 == ans && st == 6 { out("X4\tanswer out -> in (sender)", $2 - r); st = 0 }
+	'
+}
 quantiles() { # reads "key<TAB>phase<TAB>value" lines; median (p25-p75, p90, mean) per phase
 	sort -t "$(printf '\t')" -k1,1 -k3,3g | awk -F '\t' '
 	function flush() { if (n) printf "  %-32s %8.2f us  (p25 %.2f, p75 %.2f, p90 %.2f; mean %.2f; n=%d)\n", name, v[int(n / 2)], v[int(n / 4)], v[int(3 * n / 4)], v[int(9 * n / 10)], sum / n, n; n = 0; sum = 0 }
@@ -149,7 +173,8 @@ for r in $(seq "$rounds"); do
 		[ -n "$cf" ] && [ -n "$sf" ] || { echo "$sys: no timeline written" >&2; continue; }
 		echo "$sys, round $r ($size bytes; sender = client on CPU 1, reader = server on CPU 0):"
 		{ points "$cf" | phases_cli "$req" "$ans" "$size"
-		  points "$sf" | phases_srv "$req" "$ans"; } |
+		  points "$sf" | phases_srv "$req" "$ans"
+		  phases_cross "$cf" "$sf" "$req" "$ans" "$size"; } |
 			quantiles
 		nreq=$(awk -v req="$req" '($4 == "send" || $4 == "sendto" || $4 == "sendmsg") && $6 == req' "$cf" | wc -l)
 		stalls "$cf" "$nreq" client
