@@ -201,6 +201,8 @@ fi
 # (transport.NAME.rma_chunk comes from RIPC_READ_CHUNK when it is set.)
 if [ -x "$info" ]; then
 	RIPC_READ_CHUNK=1m "$info" >"$tmp/info.rc" 2>/dev/null
+	grep -q '^transport\.[a-z]*\.rma_chunk: ' "$tmp/info.rc" ||
+		fail "ripc_info shows no transport.NAME.rma_chunk"
 	for line in $(sed -n 's/^transport\.\([a-z]*\)\.rma_chunk: \(.*\)/\1=\2/p' \
 		"$tmp/info.rc"); do
 		[ "${line#*=}" = 1048576 ] ||

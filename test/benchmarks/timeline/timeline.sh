@@ -88,14 +88,19 @@ points() {
 	awk '{ print $1, "S", $4, $6; print $2, "E", $4, $6 }' "$@" | sort -n -k1,1
 }
 
+# The shim's names for a socket send and receive, for the awk programs
+# below.
+sockcalls='
+	function issend(c) { return c == "send" || c == "sendto" || c == "sendmsg" }
+	function isrecv(c) { return c == "recv" || c == "recvfrom" || c == "recvmsg" }
+'
+
 # The phases, one "phase value_us" line per transfer.  REQ and ANS are the
 # sizes on the wire (tcp header, rxm header without the passthrough,
 # message) of the sender's request and the reader's answer; 40 is tcp's
 # read request.
 phases_cli() { # REQ ANS SIZE
-	awk -v req="$1" -v ans="$2" -v big="$3" '
-	function issend(c) { return c == "send" || c == "sendto" || c == "sendmsg" }
-	function isrecv(c) { return c == "recv" || c == "recvfrom" || c == "recvmsg" }
+	awk -v req="$1" -v ans="$2" -v big="$3" "$sockcalls"'
 	$2 == "E" && isrecv($3) && $4 == ans { a = $1; r = 0 }
 	$2 == "E" && $3 == "ripc_receive_timeout" && a { print "C1\tanswer in -> receive returns\t" ($1 - a) / 1000; r = $1 }
 	$2 == "S" && $3 == "ripc_send_long" && r { print "C2\treceive returns -> send call\t" ($1 - r) / 1000; l = $1; r = 0 }
@@ -111,9 +116,7 @@ phases_cli() { # REQ ANS SIZE
 	'
 }
 phases_srv() { # REQ ANS
-	awk -v req="$1" -v ans="$2" '
-	function issend(c) { return c == "send" || c == "sendto" || c == "sendmsg" }
-	function isrecv(c) { return c == "recv" || c == "recvfrom" || c == "recvmsg" }
+	awk -v req="$1" -v ans="$2" "$sockcalls"'
 	$2 == "E" && isrecv($3) && $4 == req { g = $1; d = 0 }
 	$2 == "S" && issend($3) && $4 == 40 && g { print "S1\trequest in -> readreq out\t" ($1 - g) / 1000; g = 0; w = 1 }
 	$2 == "E" && isrecv($3) && $4 > 0 && w { d = $1 }
@@ -130,9 +133,7 @@ phases_srv() { # REQ ANS
 phases_cross() { # CLIFILE SRVFILE REQ ANS SIZE
 	{ awk '{ print $1, $2, "C", $4, $6 }' "$1"
 	  awk '{ print $1, $2, "S", $4, $6 }' "$2"; } | sort -n -k1,1 |
-	awk -v req="$3" -v ans="$4" -v big="$5" '
-	function issend(c) { return c == "send" || c == "sendto" || c == "sendmsg" }
-	function isrecv(c) { return c == "recv" || c == "recvfrom" || c == "recvmsg" }
+	awk -v req="$3" -v ans="$4" -v big="$5" "$sockcalls"'
 	function out(k, v) { if (v > 0) print k "\t" v / 1000 }
 	$3 == "C" && issend($4) && $5 == req { r = $2; st = 1 }
 	$3 == "S" && isrecv($4) && $5 == req && st == 1 { out("X1\trequest out -> in (reader)", $2 - r); st = 2 }
