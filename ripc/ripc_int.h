@@ -823,17 +823,26 @@ void ripc__engine_watch_end(void);
  * next pass polls them whatever the clock says.  Lock held. */
 void ripc__engine_watch_woke(const struct pollfd *pfd, unsigned n);
 void ripc__engine_leave(void);
+/* Where the kernel's scheduler tick falls on the monotonic clock (HZ=250;
+ * a multiple of the period at HZ=1000): the leave timer fires on it. */
+#define RIPC_TICK_GRID_NS 4000000ull
+/* When leave_fd, armed at `now` (ns, the monotonic clock), is to fire:
+ * `interval_ns` on, rounded up to RIPC_TICK_GRID_NS from 1 ms up, so
+ * that arming it reprograms no CPU timer (progress.c).  Pure. */
+uint64_t ripc__leave_due(uint64_t now, uint64_t interval_ns);
 /* The calling thread stopped spinning (lock held; now: a recent clock
  * read).  If it was the last and the progress thread sleeps on leave_fd
- * meanwhile, the thread comes back within RIPC_POLL_INTERVAL_US unless
- * somebody spins again (leave_fd; pushed on at most every half interval,
- * and mostly armed already by spin_begin).  Costs nothing otherwise. */
+ * meanwhile, the thread comes back within RIPC_POLL_INTERVAL_US (rounded
+ * up to the tick's grid, ripc__leave_due) unless somebody spins again
+ * (leave_fd; pushed on at most every half interval, and mostly armed
+ * already by spin_begin).  Costs nothing otherwise. */
 void ripc__engine_spin_left(uint64_t now);
 /* The calling thread starts spinning (lock held; now: a recent clock
- * read): leave_fd is armed one interval ahead unless it is armed for
- * more than half an interval already, so that spin_left, when the
- * message is there, finds it armed and makes no system call (a
- * timerfd_settime cost 10-20 us on the receive's path, perf_notes.md). */
+ * read): leave_fd is armed one interval ahead (ripc__leave_due) unless
+ * it is armed for more than half an interval already, so that
+ * spin_left, when the message is there, finds it armed and makes no
+ * system call (a timerfd_settime cost 10-35 us on the receive's path
+ * when it reprogrammed the CPU's timer, perf_notes.md). */
 void ripc__engine_spin_begin(uint64_t now);
 int ripc__engine_start(void);
 /* Without the lock, after shutting_down is set: joins the threads. */

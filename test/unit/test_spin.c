@@ -10,6 +10,11 @@
  * And the budget for polling while a message of the receive's service is
  * being pulled (ripc__pull_budget_poll): from the call's first poll, or
  * from its wake-up when it slept first, once a call.
+ *
+ * And when the progress thread's leave timer, armed as a receive spins,
+ * fires (ripc/progress.c, ripc__leave_due): one poll interval on, from 1
+ * ms up rounded up to the scheduler tick's grid, so that arming it
+ * reprograms no CPU timer.
  */
 #include <stdint.h>
 
@@ -213,4 +218,53 @@ Test(pull_budget, one_budget_a_call_a_stalled_pull_sleeps_through)
 					  PULL),
 		  "a pull that stalled (a stopped peer) costs a call one "
 		  "budget, not one per wake-up");
+}
+
+#define MS 1000000ull
+#define GRID RIPC_TICK_GRID_NS
+
+Test(leave_due, a_short_interval_is_kept_as_asked)
+{
+	cr_assert_eq(ripc__leave_due(12345 * US + 7, 100 * US),
+		     12345 * US + 7 + 100 * US);
+	cr_assert_eq(ripc__leave_due(3 * GRID + 1, 999 * US),
+		     3 * GRID + 1 + 999 * US);
+}
+
+Test(leave_due, from_1_ms_on_the_grid_within_one_step)
+{
+	/* Every phase of `now` against the grid, at a few intervals, and
+	 * a clock some years after boot. */
+	static const uint64_t base[] = { 0, 1000 * GRID,
+					 (uint64_t)1e17 / GRID * GRID };
+	static const uint64_t iv[] = { MS, 2500 * US, 4 * MS, 999999 * US };
+
+	for (unsigned b = 0; b < sizeof(base) / sizeof(base[0]); b++)
+		for (unsigned i = 0; i < sizeof(iv) / sizeof(iv[0]); i++)
+			for (uint64_t ph = 0; ph < 2 * GRID; ph += 99991) {
+				uint64_t now = base[b] + ph;
+				uint64_t due = ripc__leave_due(now, iv[i]);
+
+				cr_assert_eq(due % GRID, 0, "on the grid");
+				cr_assert_geq(due, now + iv[i],
+					      "never before the interval");
+				cr_assert_lt(due, now + iv[i] + GRID,
+					     "at most one step after it");
+			}
+}
+
+Test(leave_due, already_on_the_grid_is_not_pushed_a_step)
+{
+	cr_assert_eq(ripc__leave_due(5 * GRID - MS, MS), 5 * GRID);
+	cr_assert_eq(ripc__leave_due(5 * GRID - MS + 1, MS), 6 * GRID);
+}
+
+Test(leave_due, re_arming_within_a_step_keeps_the_time)
+{
+	/* What makes re-arming cheap as well: receives that come back
+	 * within one step ask for the same expiry. */
+	uint64_t first = ripc__leave_due(7 * GRID + 1, MS);
+
+	for (uint64_t now = 7 * GRID + 1; now <= 8 * GRID - MS; now += 1000)
+		cr_assert_eq(ripc__leave_due(now, MS), first);
 }
