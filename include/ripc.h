@@ -237,6 +237,11 @@ struct ripc_stats {
 	/* Messages sent to, and received from, same-host peers as trains
 	 * of shm injects (RIPC_FRAG_MAX, see ripc(7) TRANSPORTS). */
 	uint64_t frag_msgs_sent, frag_msgs_recv;
+	/* Yields of busy-polling calls (past their first 10 us), and those
+	 * of them that gave the CPU away for over 0.5 ms, after each of
+	 * which the thread did not yield for 100 ms (see ripc(7)
+	 * RIPC_SPIN_US). */
+	uint64_t spin_yields, spin_yields_slow;
 };
 /* Copies min(size, sizeof(struct ripc_stats)) bytes of counters. */
 uint8_t ripc_stats(struct ripc_stats *stats, size_t size);

@@ -181,6 +181,27 @@ static int api_sleep(struct ripc_waiter *w, struct ripc_list *on, uint64_t ns,
  * past a same-host round trip over shm, the peer waits at most that. */
 #define SPIN_YIELD_NS 10000ull
 
+/* But a yield gives the CPU to whatever else is runnable on it, and a
+ * CPU-bound process there keeps it for a whole slice (3-4 ms here)
+ * before the spin polls again: beside two busy loops, a 64 KiB shm long
+ * send pair paid one per message and fell from ~7 000 to 16-22 MB/s,
+ * where the raw pull, which never yields, kept 2 594 and libripc
+ * without the yield 2 729 (perf_notes.md, "a yield per message to a
+ * busy CPU").  A peer our send woke runs for a moment; a yield that took
+ * longer than RIPC_YIELD_SLOW_NS went to somebody else, so this thread
+ * stops yielding for RIPC_YIELD_QUIET_NS (api.h): on a loaded CPU one
+ * slice is lost every 100 ms, not one per message. */
+bool ripc__yield_gate_note(struct ripc_yield_gate *g, uint64_t t0,
+			   uint64_t t1)
+{
+	if (t1 - t0 <= RIPC_YIELD_SLOW_NS)
+		return false;
+	g->quiet_until = t1 + RIPC_YIELD_QUIET_NS;
+	return true;
+}
+
+static __thread struct ripc_yield_gate yield_gate;
+
 /* A spin's budget (RIPC_SPIN_US) counts time spent waiting, not time
  * spent working.  Over tcp a peer's read of our long send is answered
  * inside a progress pass: one 1 MiB sendmsg took 230-300 us, more than
@@ -260,11 +281,21 @@ static void api_spin(bool *spinning, uint64_t now, bool yield)
 		 * while we wait rather than when the message is here. */
 		ripc__engine_spin_begin(now);
 	}
-	ripc__unlock();
-	if (yield)
+	if (yield && ripc__yield_gate_open(&yield_gate, now)) {
+		bool slow;
+
+		/* `now` may be a few rounds old: a few microseconds against
+		 * RIPC_YIELD_SLOW_NS. */
+		ripc__unlock();
 		sched_yield();
-	else
-		__builtin_ia32_pause();
+		slow = ripc__yield_gate_note(&yield_gate, now, ripc__now_ns());
+		api_lock();
+		CTX->stats.spin_yields++;
+		CTX->stats.spin_yields_slow += slow;
+		return;
+	}
+	ripc__unlock();
+	__builtin_ia32_pause();
 	api_lock();
 }
 

@@ -63,4 +63,26 @@ static inline void ripc__pull_budget_slept(struct ripc_pull_budget *b)
 bool ripc__pull_budget_poll(struct ripc_pull_budget *b, uint64_t now,
 			    uint64_t spin_until, bool pulling, uint64_t ns);
 
+/* Whether a spin may yield its CPU (api.c explains why it yields, and why
+ * not always): shut until quiet_until after a yield that gave the CPU
+ * away for long.  One per thread: the CPUs and their loads are the
+ * thread's. */
+struct ripc_yield_gate {
+	uint64_t quiet_until;
+};
+
+static inline bool ripc__yield_gate_open(const struct ripc_yield_gate *g,
+					 uint64_t now)
+{
+	return now >= g->quiet_until;
+}
+
+/* A yield ran from t0 to t1 (clock readings, ns): true, and the gate shut
+ * for RIPC_YIELD_QUIET_NS, when it took longer than RIPC_YIELD_SLOW_NS
+ * (somebody else had the CPU for a slice).  No lock needed. */
+bool ripc__yield_gate_note(struct ripc_yield_gate *g, uint64_t t0,
+			   uint64_t t1);
+#define RIPC_YIELD_SLOW_NS 500000ull
+#define RIPC_YIELD_QUIET_NS 100000000ull
+
 #endif

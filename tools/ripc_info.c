@@ -528,6 +528,7 @@ static const struct {
 	STAT(peer_ended_transfers), STAT(dones_carried),
 	STAT(dones_alone),	  STAT(dones_carried_recv),
 	STAT(frag_msgs_sent),	  STAT(frag_msgs_recv),
+	STAT(spin_yields),	  STAT(spin_yields_slow),
 };
 #undef STAT
 /* A counter added to struct ripc_stats must be named above too. */

@@ -192,7 +192,7 @@ void bench_log_stats(void)
 	bench_log("stats: short sent %llu recv %llu, long sent %llu recv %llu, "
 		  "send retries %llu, released %llu, dones alone %llu "
 		  "carried %llu carried-recv %llu, direct wake-ups %llu, "
-		  "bell rings %llu",
+		  "bell rings %llu, spin yields %llu (slow %llu)",
 		  (unsigned long long)st.short_sent,
 		  (unsigned long long)st.short_recv,
 		  (unsigned long long)st.long_sent,
@@ -203,7 +203,9 @@ void bench_log_stats(void)
 		  (unsigned long long)st.dones_carried,
 		  (unsigned long long)st.dones_carried_recv,
 		  (unsigned long long)st.direct_wakeups,
-		  (unsigned long long)st.bell_rings);
+		  (unsigned long long)st.bell_rings,
+		  (unsigned long long)st.spin_yields,
+		  (unsigned long long)st.spin_yields_slow);
 }
 
 void bench_die(const char *fmt, ...)

@@ -382,6 +382,8 @@ static int child(int cmd_fd, int res_fd, unsigned maxc)
 				 bench_now() + bo.max_sec);
 		xwrite(res_fd, &res, sizeof(res));
 	}
+	if (bo.verbose)
+		bench_log_stats();
 	ripc_finalize();
 	return 0;
 }

@@ -119,6 +119,7 @@ tests=(
 	"ripc_done|-x now"
 	"ripc_done|-x slow"
 	"ripc_takeover|"
+	"ripc_busycpu|-I 300"
 	"ripc_wake|"
 	"ripc_wake|-x checked"
 	"ripc_wake|-x nodirect"

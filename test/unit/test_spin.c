@@ -11,6 +11,10 @@
  * being pulled (ripc__pull_budget_poll): from the call's first poll, or
  * from its wake-up when it slept first, once a call.
  *
+ * And the gate of the spin's yields (ripc__yield_gate_note): a yield
+ * that gave the CPU away for longer than RIPC_YIELD_SLOW_NS shuts the
+ * thread's yields for RIPC_YIELD_QUIET_NS.
+ *
  * And when the progress thread's leave timer, armed as a receive spins,
  * fires (ripc/progress.c, ripc__leave_due): one poll interval on, from 1
  * ms up rounded up to the scheduler tick's grid, so that arming it
@@ -267,4 +271,51 @@ Test(leave_due, re_arming_within_a_step_keeps_the_time)
 
 	for (uint64_t now = 7 * GRID + 1; now <= 8 * GRID - MS; now += 1000)
 		cr_assert_eq(ripc__leave_due(now, MS), first);
+}
+
+Test(yield_gate, quick_yields_keep_it_open)
+{
+	struct ripc_yield_gate g = { 0 };
+	uint64_t t = 5000 * US;
+
+	cr_assert(ripc__yield_gate_open(&g, t));
+	for (int i = 0; i < 1000; i++, t += 50 * US) {
+		cr_assert(!ripc__yield_gate_note(&g, t, t + 40 * US),
+			  "a peer that ran for 40 us");
+		cr_assert(ripc__yield_gate_open(&g, t + 50 * US));
+	}
+	cr_assert(!ripc__yield_gate_note(&g, t, t + RIPC_YIELD_SLOW_NS),
+		  "exactly the limit is not slow");
+}
+
+Test(yield_gate, a_slow_yield_shuts_it_for_the_quiet_time)
+{
+	struct ripc_yield_gate g = { 0 };
+	uint64_t t0 = 5000 * US, t1 = t0 + 4000 * US; /* a 4 ms slice */
+
+	cr_assert(ripc__yield_gate_note(&g, t0, t1));
+	cr_assert(!ripc__yield_gate_open(&g, t1));
+	cr_assert(!ripc__yield_gate_open(&g, t1 + RIPC_YIELD_QUIET_NS - 1));
+	cr_assert(ripc__yield_gate_open(&g, t1 + RIPC_YIELD_QUIET_NS),
+		  "open again after the quiet time");
+}
+
+Test(yield_gate, under_a_busy_loop_one_slice_per_quiet_time)
+{
+	/* A spin that yields whenever the gate lets it, every 10 us of
+	 * polling, each yield taking a 4 ms slice: over 10 s the gate lets
+	 * through one slow yield per quiet time, not one per message. */
+	struct ripc_yield_gate g = { 0 };
+	uint64_t t = 1000 * US, end = t + 10000000 * US, slow = 0;
+
+	while (t < end) {
+		if (ripc__yield_gate_open(&g, t)) {
+			slow += ripc__yield_gate_note(&g, t, t + 4000 * US);
+			t += 4000 * US;
+		} else {
+			t += 10 * US;
+		}
+	}
+	cr_assert_leq(slow, 10000000 * US / RIPC_YIELD_QUIET_NS + 1);
+	cr_assert_geq(slow, 10000000 * US / (RIPC_YIELD_QUIET_NS + 4000 * US));
 }
