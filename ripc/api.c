@@ -284,8 +284,8 @@ static void api_spin(bool *spinning, uint64_t now, bool yield)
 	if (yield && ripc__yield_gate_open(&yield_gate, now)) {
 		bool slow;
 
-		/* `now` may be a few rounds old: a few microseconds against
-		 * RIPC_YIELD_SLOW_NS. */
+		/* Callers yield only on rounds that read the clock: `now`
+		 * is when the yield began. */
 		ripc__unlock();
 		sched_yield();
 		slow = ripc__yield_gate_note(&yield_gate, now, ripc__now_ns());
