@@ -93,6 +93,7 @@ void ripc__load_config(void)
 							  : (uint32_t)v;
 	CTX->cfg.manual_progress =
 		!strcmp(ripc__env_str(RIPC_ENV_PROGRESS), "manual");
+	CTX->cfg.tick_grid_ns = ripc__tick_grid_ns();
 }
 
 static unsigned test_mr_bits(void)

@@ -922,27 +922,46 @@ void ripc__engine_watch_end(void)
 	}
 }
 
+/* The tick's period is the resolution the kernel gives for
+ * CLOCK_MONOTONIC_COARSE (KTIME_LOW_RES, 1 / HZ), and the kernel aligns
+ * the tick to multiples of it on the monotonic clock when the first clock
+ * event device registers (measured here at HZ=250: pullgap.sh settime).
+ * Outside HZ=100..1000 we do not know where it falls, and no grid is
+ * used. */
+uint64_t ripc__tick_grid_ns(void)
+{
+	struct timespec ts;
+	uint64_t ns;
+
+	if (clock_getres(CLOCK_MONOTONIC_COARSE, &ts) < 0 || ts.tv_sec)
+		return 0;
+	ns = (uint64_t)ts.tv_nsec;
+	if (ns < RIPC_TICK_GRID_MIN_NS || ns > RIPC_TICK_GRID_MAX_NS)
+		return 0;
+	return ns;
+}
+
 /* When leave_fd, armed at `now`, fires: one poll interval on, and from an
- * interval of 1 ms up, rounded up to a multiple of RIPC_TICK_GRID_NS of
- * the monotonic clock.  That is where the kernel's scheduler tick falls
- * (its period is 4 ms at HZ=250, Debian's, and divides it at HZ=1000),
- * and a timer that expires with the tick is no earlier than the CPU's
- * next timer event, so arming it reprograms nothing.  One that becomes
- * the earliest has the kernel write the local APIC's deadline, which in a
- * virtual machine is a VM exit: on this VM a timerfd_settime one
- * interval ahead took 20-35 us against 1.5-2 us on the grid, and
- * receives paid it on the message's path several hundred times a second
- * (perf_notes.md, "the leave timer on the tick's grid").  The price: the
- * thread takes over up to one grid step later.  A shorter interval was
- * asked for explicitly and is kept as it is. */
-uint64_t ripc__leave_due(uint64_t now, uint64_t interval_ns)
+ * interval of 1 ms up, rounded up to a multiple of the tick's period on
+ * the monotonic clock (ripc__tick_grid_ns: 4 ms at HZ=250, Debian's; 10
+ * at HZ=100, 3.33 at HZ=300, 1 at HZ=1000).  That is where the kernel's
+ * scheduler tick falls, and a timer that expires with the tick is no
+ * earlier than the CPU's next timer event, so arming it reprograms
+ * nothing.  One that becomes the earliest has the kernel write the local
+ * APIC's deadline, which in a virtual machine is a VM exit: on this VM a
+ * timerfd_settime one interval ahead took 20-35 us against 1.5-2 us on
+ * the grid, and receives paid it on the message's path several hundred
+ * times a second (perf_notes.md, "the leave timer on the tick's grid").
+ * The price: the thread takes over up to one tick later.  A shorter
+ * interval was asked for explicitly and is kept as it is, as is every
+ * interval where the tick is not known (grid_ns 0). */
+uint64_t ripc__leave_due(uint64_t now, uint64_t interval_ns, uint64_t grid_ns)
 {
 	uint64_t due = now + interval_ns;
 
-	if (interval_ns < 1000000ull)
+	if (interval_ns < 1000000ull || !grid_ns)
 		return due;
-	return (due + RIPC_TICK_GRID_NS - 1) / RIPC_TICK_GRID_NS *
-	       RIPC_TICK_GRID_NS;
+	return (due + grid_ns - 1) / grid_ns * grid_ns;
 }
 
 /* Arm leave_fd (ripc__leave_due); false (and the thread kicked instead,
@@ -954,7 +973,8 @@ static bool arm_leave(void)
 	 * below), so that the thread woken by it finds it due (and clears
 	 * it). */
 	uint64_t due = ripc__leave_due(ripc__now_ns(),
-				       CTX->cfg.poll_interval_us * 1000);
+				       CTX->cfg.poll_interval_us * 1000,
+				       CTX->cfg.tick_grid_ns);
 
 	if (g->leave_fd < 0 ||
 	    timerfd_settime(g->leave_fd, TFD_TIMER_ABSTIME,

@@ -722,6 +722,9 @@ struct ripc_ctx {
 		uint64_t done_delay_ns; /* RIPC_DONE_DELAY_US */
 		uint32_t frag_max;      /* RIPC_FRAG_MAX */
 		bool manual_progress;
+		/* The scheduler tick's period (ripc__tick_grid_ns), 0 when
+		 * unknown: the leave timer's grid. */
+		uint64_t tick_grid_ns;
 	} cfg;
 
 	struct ripc_stats stats;
@@ -823,13 +826,20 @@ void ripc__engine_watch_end(void);
  * next pass polls them whatever the clock says.  Lock held. */
 void ripc__engine_watch_woke(const struct pollfd *pfd, unsigned n);
 void ripc__engine_leave(void);
-/* Where the kernel's scheduler tick falls on the monotonic clock (HZ=250;
- * a multiple of the period at HZ=1000): the leave timer fires on it. */
-#define RIPC_TICK_GRID_NS 4000000ull
+/* The kernel's scheduler tick period, the resolution of
+ * CLOCK_MONOTONIC_COARSE (1 / HZ: 4 ms at Debian's HZ=250); the tick
+ * falls on its multiples of the monotonic clock.  0 when the kernel gives
+ * none between RIPC_TICK_GRID_MIN_NS and RIPC_TICK_GRID_MAX_NS. */
+#define RIPC_TICK_GRID_MIN_NS 1000000ull  /* HZ=1000 */
+#define RIPC_TICK_GRID_MAX_NS 10000000ull /* HZ=100 */
+uint64_t ripc__tick_grid_ns(void);
 /* When leave_fd, armed at `now` (ns, the monotonic clock), is to fire:
- * `interval_ns` on, rounded up to RIPC_TICK_GRID_NS from 1 ms up, so
- * that arming it reprograms no CPU timer (progress.c).  Pure. */
-uint64_t ripc__leave_due(uint64_t now, uint64_t interval_ns);
+ * `interval_ns` on, rounded up to a multiple of `grid_ns` (the tick's
+ * period, cfg.tick_grid_ns) from 1 ms up, so that arming it reprograms
+ * no CPU timer (progress.c); exactly `interval_ns` on when grid_ns is 0.
+ * Pure. */
+uint64_t ripc__leave_due(uint64_t now, uint64_t interval_ns,
+			 uint64_t grid_ns);
 /* The calling thread stopped spinning (lock held; now: a recent clock
  * read).  If it was the last and the progress thread sleeps on leave_fd
  * meanwhile, the thread comes back within RIPC_POLL_INTERVAL_US (rounded

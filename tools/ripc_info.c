@@ -279,6 +279,9 @@ static void show_limits(void)
 	kv("limit.service_id_max", "%u", RIPC_MAX_SERVICE_ID);
 	kv("limit.registry_processes", "%u", RIPC_REG_MAX_PROCS);
 	kv("limit.multicast_memberships", "%u", RIPC_REG_MAX_MCAST);
+	/* 0: the kernel's tick is unknown, the timer is not rounded. */
+	kv("limit.takeover_grid_us", "%" PRIu64,
+	   CTX->cfg.tick_grid_ns / 1000);
 }
 
 /* ---- environment ---------------------------------------------------- */

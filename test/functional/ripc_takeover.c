@@ -10,7 +10,7 @@
  * progress thread left asleep shows as a pull that never ends.
  *
  * Each of -I rounds: the client sends "wait", and the server answers
- * WAIT_MS later; the client's receive busy-polls all that time
+ * wait_ns() later; the client's receive busy-polls all that time
  * (RIPC_SPIN_US is raised for it), long enough for its progress thread to
  * look, find it polling and go to sleep on that timer, and to find it
  * polling again when the timer fires.  Right after the
@@ -27,9 +27,20 @@
 #include "common.h"
 
 #define SIZE (1u << 20)
-/* Longer than the interval (1 ms) rounded up to the tick's 4 ms grid
- * (ripc__leave_due): the timer armed as the spin began fires during it. */
-#define WAIT_MS 6
+/* Longer than the interval (1 ms) rounded up to the tick's grid
+ * (ripc__leave_due: the period of the kernel's tick, 4 ms at HZ=250, 10 at
+ * HZ=100), with a millisecond to spare: the timer armed as the spin began
+ * fires during it.  The spin budget below covers the longest. */
+static long wait_ns(void)
+{
+	struct timespec res;
+	long tick = 0;
+
+	if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0 && !res.tv_sec &&
+	    res.tv_nsec <= 10000000L)
+		tick = res.tv_nsec;
+	return 1000000L + tick + 1000000L;
+}
 #define BUSY_S 5.0
 
 static int server(void)
@@ -49,7 +60,7 @@ static int server(void)
 			break;
 		}
 		if (ft_is_word(&m, "wait")) {
-			struct timespec ts = { 0, WAIT_MS * 1000000L };
+			struct timespec ts = { 0, wait_ns() };
 			uint16_t from = m.from;
 
 			ft_msg_free(&m, false);
@@ -90,7 +101,7 @@ static int client(void)
 		uint32_t l[1] = { SIZE };
 		double t0, end;
 
-		/* A receive that busy-polls for WAIT_MS. */
+		/* A receive that busy-polls for wait_ns(). */
 		FT_EXPECT(ft_send_word(me, srv, "wait"), RIPC_OK);
 		ft_recv_ok(me, &m, 10000);
 		FT_CHECK(ft_is_word(&m, "go"), "expected go");

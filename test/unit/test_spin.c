@@ -18,9 +18,12 @@
  * And when the progress thread's leave timer, armed as a receive spins,
  * fires (ripc/progress.c, ripc__leave_due): one poll interval on, from 1
  * ms up rounded up to the scheduler tick's grid, so that arming it
- * reprograms no CPU timer.
+ * reprograms no CPU timer; and that grid, the tick's period as the kernel
+ * gives it (ripc__tick_grid_ns).
  */
+#include <inttypes.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <criterion/criterion.h>
 
@@ -225,52 +228,94 @@ Test(pull_budget, one_budget_a_call_a_stalled_pull_sleeps_through)
 }
 
 #define MS 1000000ull
-#define GRID RIPC_TICK_GRID_NS
+#define GRID (4 * MS) /* HZ=250, Debian's */
+
+/* The grids of the kernel's HZ choices (TICK_NSEC: 1e9 / HZ, rounded). */
+static const uint64_t grids[] = { MS, 3333333, 4 * MS, 10 * MS };
 
 Test(leave_due, a_short_interval_is_kept_as_asked)
 {
-	cr_assert_eq(ripc__leave_due(12345 * US + 7, 100 * US),
+	cr_assert_eq(ripc__leave_due(12345 * US + 7, 100 * US, GRID),
 		     12345 * US + 7 + 100 * US);
-	cr_assert_eq(ripc__leave_due(3 * GRID + 1, 999 * US),
+	cr_assert_eq(ripc__leave_due(3 * GRID + 1, 999 * US, GRID),
 		     3 * GRID + 1 + 999 * US);
+}
+
+Test(leave_due, no_grid_keeps_every_interval_as_asked)
+{
+	/* A kernel whose tick we could not learn: the timer costs what it
+	 * did before the grid, and fires no later than asked. */
+	cr_assert_eq(ripc__leave_due(3 * GRID + 1, MS, 0), 3 * GRID + 1 + MS);
+	cr_assert_eq(ripc__leave_due(7, 250 * MS, 0), 7 + 250 * MS);
 }
 
 Test(leave_due, from_1_ms_on_the_grid_within_one_step)
 {
-	/* Every phase of `now` against the grid, at a few intervals, and
+	/* Every phase of `now` against each grid, at a few intervals, and
 	 * a clock some years after boot. */
-	static const uint64_t base[] = { 0, 1000 * GRID,
-					 (uint64_t)1e17 / GRID * GRID };
 	static const uint64_t iv[] = { MS, 2500 * US, 4 * MS, 999999 * US };
 
-	for (unsigned b = 0; b < sizeof(base) / sizeof(base[0]); b++)
-		for (unsigned i = 0; i < sizeof(iv) / sizeof(iv[0]); i++)
-			for (uint64_t ph = 0; ph < 2 * GRID; ph += 99991) {
-				uint64_t now = base[b] + ph;
-				uint64_t due = ripc__leave_due(now, iv[i]);
+	for (unsigned g = 0; g < sizeof(grids) / sizeof(grids[0]); g++) {
+		const uint64_t grid = grids[g];
+		const uint64_t base[] = { 0, 1000 * grid,
+					  (uint64_t)1e17 / grid * grid };
 
-				cr_assert_eq(due % GRID, 0, "on the grid");
-				cr_assert_geq(due, now + iv[i],
-					      "never before the interval");
-				cr_assert_lt(due, now + iv[i] + GRID,
-					     "at most one step after it");
-			}
+		for (unsigned b = 0; b < sizeof(base) / sizeof(base[0]); b++)
+			for (unsigned i = 0; i < sizeof(iv) / sizeof(iv[0]);
+			     i++)
+				for (uint64_t ph = 0; ph < 2 * grid;
+				     ph += 99991) {
+					uint64_t now = base[b] + ph;
+					uint64_t due = ripc__leave_due(
+						now, iv[i], grid);
+
+					cr_assert_eq(due % grid, 0,
+						     "on the grid of %" PRIu64,
+						     grid);
+					cr_assert_geq(due, now + iv[i],
+						      "never before the "
+						      "interval");
+					cr_assert_lt(due, now + iv[i] + grid,
+						     "at most one step after "
+						     "it");
+				}
+	}
 }
 
 Test(leave_due, already_on_the_grid_is_not_pushed_a_step)
 {
-	cr_assert_eq(ripc__leave_due(5 * GRID - MS, MS), 5 * GRID);
-	cr_assert_eq(ripc__leave_due(5 * GRID - MS + 1, MS), 6 * GRID);
+	for (unsigned g = 0; g < sizeof(grids) / sizeof(grids[0]); g++) {
+		const uint64_t grid = grids[g];
+
+		cr_assert_eq(ripc__leave_due(5 * grid - MS, MS, grid),
+			     5 * grid);
+		cr_assert_eq(ripc__leave_due(5 * grid - MS + 1, MS, grid),
+			     6 * grid);
+	}
 }
 
 Test(leave_due, re_arming_within_a_step_keeps_the_time)
 {
 	/* What makes re-arming cheap as well: receives that come back
 	 * within one step ask for the same expiry. */
-	uint64_t first = ripc__leave_due(7 * GRID + 1, MS);
+	uint64_t first = ripc__leave_due(7 * GRID + 1, MS, GRID);
 
 	for (uint64_t now = 7 * GRID + 1; now <= 8 * GRID - MS; now += 1000)
-		cr_assert_eq(ripc__leave_due(now, MS), first);
+		cr_assert_eq(ripc__leave_due(now, MS, GRID), first);
+}
+
+Test(tick_grid, is_the_kernels_tick_period_or_none)
+{
+	struct timespec ts;
+	uint64_t grid = ripc__tick_grid_ns();
+
+	cr_assert_eq(clock_getres(CLOCK_MONOTONIC_COARSE, &ts), 0);
+	if (ts.tv_sec == 0 && ts.tv_nsec >= (long)RIPC_TICK_GRID_MIN_NS &&
+	    ts.tv_nsec <= (long)RIPC_TICK_GRID_MAX_NS)
+		cr_assert_eq(grid, (uint64_t)ts.tv_nsec,
+			     "the tick's period (1 / HZ)");
+	else
+		cr_assert_eq(grid, 0, "no grid where the tick is unknown");
 }
 
 Test(yield_gate, quick_yields_keep_it_open)
