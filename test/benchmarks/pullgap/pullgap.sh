@@ -4,8 +4,9 @@
 # of one pull and the start of the next, for libripc (ripc_long_bw, the
 # server answers) and the raw pull (fi_rma_bench -U), each in fresh pinned
 # pairs with an LD_PRELOAD shim on the reader (pullgap.c).  Prints each
-# pair's summary and a histogram of the gaps (percent of pulls per 1 us,
-# the last bin 30 us and more).  Side experiment of perf_notes.md ("the
+# pair's summary, a histogram of the gaps (percent of pulls per 1 us,
+# the last bin 30 us and more) and how the slow ones (over twice the
+# median) are spaced.  Side experiment of perf_notes.md ("the
 # leave timer on the tick's grid").  "settime" instead times
 # timerfd_settime one interval ahead, relative and on the 4 ms grid
 # (settime.c), on CPU 0.
@@ -49,6 +50,26 @@ histogram() {
 	     END { printf "  gaps:"; for (i = 0; i <= 30; i++)
 		if (h[i] >= 0.005 * n) printf " %s%d:%.1f", i == 30 ? ">=" : "", i, 100 * h[i] / n
 		print "" }' "$1"
+}
+
+# Slow cycles: gaps over twice the run's median.  Are they independent
+# (spacing in pulls geometric: "indep" is what independence would give)
+# or periodic, and how far apart in time (median us between the starts
+# of two slow gaps in a row)?
+spacing() {
+	local med apart
+	med=$(sort -n -k2 "$1" | awk '{ g[NR] = $2 } END { print g[int((NR + 1) / 2)] }')
+	apart=$(awk -v med="$med" '$2 > 2 * med { if (t) print $3 - t; t = $3 }' "$1" |
+		sort -n | awk '{ d[NR] = $1 } END { print NR ? d[int((NR + 1) / 2)] : 0 }')
+	awk -v med="$med" -v apart="$apart" '
+	{ n++
+	  if ($2 > 2 * med) { ns++; if (last) { d = n - last; sp[d > 8 ? 8 : d]++ }; last = n } }
+	END { if (ns < 2) { print "  slow cycles: " ns; exit }
+	      p = ns / n; printf "  slow (gap > %.2f us): %.1f %%; spacing in pulls, %% seen/indep:", 2 * med, 100 * p
+	      for (i = 1; i <= 8; i++)
+		printf " %s%d:%.0f/%.0f", i == 8 ? ">=" : "", i, 100 * sp[i] / (ns - 1),
+			100 * (i < 8 ? p * (1 - p) ^ (i - 1) : (1 - p) ^ 7)
+	      printf "; median %.1f us apart\n", apart }' "$1"
 }
 
 stop_server() { # wait for it to leave (it writes the shim's file at exit)
@@ -101,6 +122,6 @@ for ((r = 1; r <= rounds; r++)); do
 		fi
 		stop_server
 		echo "round $r $sys: $(echo "$line" | awk '{print $5, $6}'); $(grep -h pullgap "$work/srv.log")"
-		[ -s "$out" ] && histogram "$out"
+		[ -s "$out" ] && histogram "$out" && spacing "$out"
 	done
 done
