@@ -5,7 +5,10 @@
  *
  *   ripc_soak [-r ready] [-v]                 the server (no ID): one service,
  *                                             serves until SIGTERM/SIGINT
- *                                             or a "quit" message
+ *                                             or a "quit" message; with
+ *                                             $SOAK_HEAP_FILE set, writes
+ *                                             its malloc heap in use there
+ *                                             about once a second
  *   ripc_soak [-p prov] -I n [-x think] [-S max_long] ID
  *                                             a soak client: n requests
  *   ripc_soak [-p prov] -x seq -I n ID        churn, sequential: n client
@@ -55,6 +58,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
@@ -175,11 +179,34 @@ static int reply(uint16_t me, uint16_t to, const struct hdr *req)
 	return r;
 }
 
+/* The soak script's heap check: the bytes malloc has handed out and not
+ * had back (every arena, and the chunks it mmapped), written about once a
+ * second to $SOAK_HEAP_FILE (replaced whole, so a reader never sees half
+ * a line).  Apart from the RSS, which the library's cache of freed long
+ * buffers and libfabric's pools move by megabytes (soak.sh). */
+static void heap_note(const char *path)
+{
+	struct mallinfo2 mi = mallinfo2();
+	char tmp[4096];
+	FILE *f;
+
+	if (!path || snprintf(tmp, sizeof(tmp), "%s.tmp", path) >=
+			     (int)sizeof(tmp))
+		return;
+	if (!(f = fopen(tmp, "w")))
+		return;
+	fprintf(f, "%zu\n", mi.uordblks + mi.hblkhd);
+	if (fclose(f) == 0)
+		rename(tmp, path);
+}
+
 static int server(void)
 {
 	uint64_t served = 0, bad = 0, failed = 0;
 	uint16_t me;
 	struct sigaction sa = { .sa_handler = on_signal };
+	const char *heap_file = getenv("SOAK_HEAP_FILE");
+	double heap_next = 0;
 
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
@@ -195,6 +222,10 @@ static int server(void)
 		int r = ft_recv(me, &m, 200);
 
 		reap_pending(false);
+		if (heap_file && ft_now() >= heap_next) {
+			heap_note(heap_file);
+			heap_next = ft_now() + 1.0;
+		}
 		if (r == RIPC_ETIMEDOUT || r == RIPC_EINTR)
 			continue;
 		if (r) {
