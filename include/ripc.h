@@ -242,6 +242,10 @@ struct ripc_stats {
 	 * which the thread did not yield for 100 ms (see ripc(7)
 	 * RIPC_SPIN_US). */
 	uint64_t spin_yields, spin_yields_slow;
+	/* Cached routes forgotten because they led nowhere: to a process
+	 * that ended, say a client that came and went (see ripc(7)
+	 * LIMITS). */
+	uint64_t routes_freed;
 };
 /* Copies min(size, sizeof(struct ripc_stats)) bytes of counters. */
 uint8_t ripc_stats(struct ripc_stats *stats, size_t size);

@@ -663,6 +663,8 @@ static uint8_t api_send(bool is_long, uint16_t src, uint16_t dest,
 	 * queue deadline): a read costs about as much as encoding. */
 	a.now = CTX->eng.app_active_ns = ripc__now_ns();
 	until = a.now + CTX->cfg.send_timeout_ns;
+	/* r stays ours across wait_tx's unlocks and progress passes. */
+	CTX->routes_held++;
 	do {
 		struct ripc_txreq *req = NULL;
 		struct ripc_route *r;
@@ -677,6 +679,7 @@ static uint8_t api_send(bool is_long, uint16_t src, uint16_t dest,
 		if (err == RIPC_EMOVED && ripc__now_ns() >= until)
 			err = RIPC_ETIMEDOUT;
 	} while (err == RIPC_EMOVED);
+	CTX->routes_held--;
 	if (err == RIPC_ETIMEDOUT || err == RIPC_EPEER)
 		ripc__route_drop(dest);
 	return (uint8_t)ripc__api_leave(err);

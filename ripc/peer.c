@@ -25,6 +25,7 @@
 #define SWEEP_SLICE_NS 200000ull
 
 static void route_release(struct ripc_route *r);
+static void route_free(struct ripc_route *r);
 static unsigned routes_let_go(const struct ripc_peer *p);
 /* The group route being filled: its members array is half made, and
  * routes_let_go keeps off it. */
@@ -484,7 +485,7 @@ void ripc__peers_sweep(void)
 		struct ripc_route *r = CTX->route[i];
 		bool dead = false;
 
-		if (!r)
+		if (!r || r == filling)
 			continue;
 		dead = r->peer && r->peer->dead;
 		for (unsigned k = 0; k < r->nmembers && !dead; k++)
@@ -492,6 +493,17 @@ void ripc__peers_sweep(void)
 		if (dead) {
 			route_release(r);
 			r->reg_version = 0;
+		}
+		/* A route that leads nowhere (its process ended, or its
+		 * look-up failed) goes, unless a send holds one: a service
+		 * answering clients that come and go would otherwise keep
+		 * one per client's random ID, up to all 65 536 (~6 MB;
+		 * life_notes.md, soak). */
+		if (!r->peer && !r->nmembers && !r->reg_version &&
+		    !CTX->routes_held) {
+			route_free(r);
+			CTX->route[i] = NULL;
+			CTX->stats.routes_freed++;
 		}
 	}
 reap:
@@ -691,6 +703,14 @@ void ripc__route_drop(uint16_t dest)
 	/* What another host told us about it proved wrong: ask again. */
 	ripc__resolver_forget(dest);
 	ripc__dir_invalidate(dest);
+}
+
+static void route_free(struct ripc_route *r)
+{
+	route_release(r);
+	free(r->members);
+	free(r->member_inc);
+	free(r);
 }
 
 /* Drop the route's references to its peers. */

@@ -658,6 +658,9 @@ struct ripc_ctx {
 
 	struct ripc_service *svc[RIPC_MAX_SERVICE_ID + 1];
 	struct ripc_route *route[RIPC_MAX_SERVICE_ID + 1];
+	/* Public sends holding a route across an unlock (api_send waits with
+	 * it): while any does, the sweep frees no route (peer.c). */
+	unsigned routes_held;
 	unsigned nsvc;
 
 	struct ripc_peer *peer_hash[256];

@@ -532,6 +532,7 @@ static const struct {
 	STAT(dones_alone),	  STAT(dones_carried_recv),
 	STAT(frag_msgs_sent),	  STAT(frag_msgs_recv),
 	STAT(spin_yields),	  STAT(spin_yields_slow),
+	STAT(routes_freed),
 };
 #undef STAT
 /* A counter added to struct ripc_stats must be named above too. */
