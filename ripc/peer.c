@@ -479,8 +479,14 @@ void ripc__peers_sweep(void)
 					p->proc_slot1 - 1, p->inc);
 				dead_any |= p->dead;
 			}
-	if (!dead_any)
+	/* Routes are looked at when a peer died, or when some let go of
+	 * theirs for room in a full peer table (clients of other hosts,
+	 * which no sweep finds dead). */
+	if (!dead_any && !CTX->route_shells)
 		goto out;
+	/* With a send holding a route, none is freed now: look again at the
+	 * next sweep. */
+	CTX->route_shells = CTX->routes_held > 0;
 	for (unsigned i = 0; i <= RIPC_MAX_SERVICE_ID; i++) {
 		struct ripc_route *r = CTX->route[i];
 		bool dead = false;
@@ -623,6 +629,7 @@ void ripc__peers_fini(void)
 	CTX->npeers = 0;
 	CTX->nunmapped = 0;
 	CTX->map_retry_ns = 0;
+	CTX->route_shells = false;
 	for (unsigned i = 0; i < RIPC_PROV_MAX; i++)
 		CTX->tp[i].npeers = 0;
 	for (unsigned i = 0; i <= RIPC_MAX_SERVICE_ID; i++) {
@@ -745,6 +752,8 @@ static unsigned routes_let_go(const struct ripc_peer *p)
 			n++;
 		}
 	}
+	if (n)
+		CTX->route_shells = true; /* freed by the next sweep */
 	return n;
 }
 

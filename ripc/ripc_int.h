@@ -661,6 +661,9 @@ struct ripc_ctx {
 	/* Public sends holding a route across an unlock (api_send waits with
 	 * it): while any does, the sweep frees no route (peer.c). */
 	unsigned routes_held;
+	/* Routes that let go of their peer to make room in the peer table
+	 * (peers_evict): the next sweep looks for them (peer.c). */
+	bool route_shells;
 	unsigned nsvc;
 
 	struct ripc_peer *peer_hash[256];

@@ -1147,6 +1147,70 @@ Test(core, reinit_after_finalize)
  * under ASan (GCC 12, no fork handler in its allocator) deadlocks the
  * child whatever the library does. */
 
+/* The sweep (ripc__peers_sweep) frees a cached route that leads nowhere:
+ * no peer, no members, not current.  Such a route is left when its peer's
+ * process ended or when it let go of its peer for room in a full peer
+ * table (route_shells: clients of other hosts, which no sweep finds dead),
+ * and a service answering clients that come and go kept one per client
+ * (churn.sh checks that end to end, for clients of this host).  Never
+ * while a send holds a route across its wait (routes_held), and never a
+ * route that leads somewhere.  White-box: routes made by hand. */
+Test(core, sweep_frees_routes_that_lead_nowhere)
+{
+	const uint16_t nowhere = 4242, current = 4243;
+	struct ripc_route *r, *live;
+	bool kept_held, shells_held, freed_free, live_kept, shells_done;
+	bool not_looked, shells_scan;
+	uint64_t freed, freed1, freed2;
+
+	need_lib();
+	r = calloc(1, sizeof(*r));
+	live = calloc(1, sizeof(*live));
+	cr_assert(r && live);
+	live->reg_version = 1; /* as if looked up: leads somewhere */
+	/* Under the lock, with results noted and asserted after it: a
+	 * failed assertion with the lock held would hang the teardown. */
+	ripc__lock();
+	cr_assert_null(CTX->route[nowhere]);
+	cr_assert_null(CTX->route[current]);
+	CTX->route[nowhere] = r;
+	CTX->route[current] = live;
+	freed = CTX->stats.routes_freed;
+	/* A send holds a route: nothing is freed, and the next sweep looks
+	 * again. */
+	CTX->route_shells = true;
+	CTX->routes_held = 1;
+	ripc__peers_sweep();
+	kept_held = CTX->route[nowhere] == r;
+	shells_held = CTX->route_shells;
+	/* Nobody holds one: the route that leads nowhere goes. */
+	CTX->routes_held = 0;
+	ripc__peers_sweep();
+	freed_free = CTX->route[nowhere] == NULL;
+	live_kept = CTX->route[current] == live;
+	freed1 = CTX->stats.routes_freed;
+	shells_done = !CTX->route_shells;
+	/* No dead peer and no shells: the routes are not even looked at;
+	 * with shells, they are. */
+	live->reg_version = 0;
+	ripc__peers_sweep();
+	not_looked = CTX->route[current] == live;
+	CTX->route_shells = true;
+	ripc__peers_sweep();
+	shells_scan = CTX->route[current] == NULL;
+	freed2 = CTX->stats.routes_freed;
+	ripc__unlock();
+	cr_assert(kept_held, "freed while a send held a route");
+	cr_assert(shells_held, "not looked for again after a held sweep");
+	cr_assert(freed_free, "a route that leads nowhere was kept");
+	cr_assert(live_kept, "a route that leads somewhere was freed");
+	cr_assert_eq(freed1, freed + 1);
+	cr_assert(shells_done);
+	cr_assert(not_looked, "routes looked at with no dead peer or shell");
+	cr_assert(shells_scan, "a route that let go of its peer was kept");
+	cr_assert_eq(freed2, freed + 2);
+}
+
 /* RIPC_SHM=0 keeps a process off shm: it publishes no shm address, so even
  * a peer on the same host (here: itself) reaches it over tcp. */
 Test(core, shm_off_means_tcp)
