@@ -43,6 +43,7 @@
 # other people's libripc programs (a private one is chosen otherwise).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/pids.sh"
 SRC=$(cd "$HERE/../.." && pwd)
 PROV=shm N=2000 C=300 BUILD=$SRC/build LIMIT=3600 EVICT=0
 
@@ -90,12 +91,15 @@ heap_b() { sleep 1.2; cat "$SOAK_HEAP_FILE" 2> /dev/null || echo 0; }
 nfds() { ls /proc/"$1"/fd 2> /dev/null | wc -l; }
 alive() { [ -n "$1" ] && kill -0 "$1" 2> /dev/null; }
 
+# ours PID: alive and still one of our programs (the pid of one that
+# ended may be anybody's by now; pids.sh)
+ours() { pid_runs "$1" ripc_soak lt-ripc_soak timeout; }
 stop_pid() { # PID: TERM, 3 s grace, KILL; only if it still runs our program
 	local p=$1 i
-	alive "$p" || return 0
+	ours "$p" || return 0
 	kill -TERM "$p" 2> /dev/null
 	for ((i = 0; i < 30; i++)); do
-		alive "$p" || return 0
+		ours "$p" || return 0
 		sleep 0.1
 	done
 	kill -KILL "$p" 2> /dev/null

@@ -29,6 +29,7 @@
 # network namespaces cannot be made (netns, dad: needs root).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/pids.sh"
 bindir=${RIPC_TEST_BINDIR:-$here/../functional}
 keep=0
 measure=0
@@ -66,13 +67,14 @@ cleanup() {
 		kill -TERM "$load_pid" 2>/dev/null
 		wait "$load_pid" 2>/dev/null
 	fi
-	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	# Only those still ours: an old pid may be a stranger's (pids.sh).
+	pid_kill_children KILL "${pids[@]}"
 	for d in "${ensembles[@]}"; do
 		for p in "$d"/pid*; do
 			[ -f "$p" ] && kill -KILL "$(cat "$p")" 2>/dev/null
 		done
 	done
-	for p in "${pids[@]}"; do rm -f /dev/shm/"$p":* 2>/dev/null; done
+	pid_shm_cleanup "${pids[@]}"
 	for p in "${namespaces[@]}"; do ip netns del "$p" 2>/dev/null; done
 	if [ "$keep" = 1 ]; then echo "# work directory kept: $tmp"; else rm -rf "$tmp"; fi
 }

@@ -25,6 +25,7 @@
 # new registration.  Output: one line per check, then "N passed, N failed".
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/pids.sh"
 bindir=${RIPC_TEST_BINDIR:-$here/../functional}
 measure=0
 while getopts "b:mh" o; do
@@ -55,8 +56,9 @@ WD_SLACK_MS=2500
 
 cleanup() {
 	local p
-	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-	for p in "${pids[@]}"; do rm -f /dev/shm/"$p":* 2>/dev/null; done
+	# Only those still ours: an old pid may be a stranger's (pids.sh).
+	pid_kill_children KILL "${pids[@]}"
+	pid_shm_cleanup "${pids[@]}"
 	for p in "${namespaces[@]}"; do ip netns del "$p" 2>/dev/null; done
 	rm -rf "$tmp"
 }

@@ -21,6 +21,7 @@
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/pids.sh"
 bindir=$here/../functional
 runs=${LC_RUNS:-20}
 slow=${LC_SLOW:-1}
@@ -52,10 +53,9 @@ tmp=$(mktemp -d /tmp/ripc-lifecycle.XXXXXX)
 pass=0 fail=0
 pids=()
 cleanup() {
-	for p in "${pids[@]}"; do
-		kill -CONT "$p" 2>/dev/null
-		kill -KILL "$p" 2>/dev/null
-	done
+	# Only those still ours: an old pid may be a stranger's (pids.sh).
+	pid_kill_children CONT "${pids[@]}"
+	pid_kill_children KILL "${pids[@]}"
 	wait 2>/dev/null
 	[ -n "${LC_KEEP:-}" ] && echo "kept $tmp" || rm -rf "$tmp"
 }
@@ -64,7 +64,7 @@ trap cleanup EXIT
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 rand() { echo $((RANDOM % ($2 - $1 + 1) + $1)); } # rand lo hi
 
-shm_cleanup() { rm -f "/dev/shm/$1:"* 2>/dev/null; }
+shm_cleanup() { pid_shm_cleanup "$1"; }
 
 # backtrace pid why: every thread's stack of a process that overstays or
 # stops answering, before it is killed, so that a rare failure leaves

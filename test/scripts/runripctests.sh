@@ -28,6 +28,7 @@
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/pids.sh"
 bindir=${RIPC_TEST_BINDIR:-$here/../functional}
 timeout=${RIPC_TEST_TIMEOUT:-180}
 verbose=0
@@ -75,7 +76,7 @@ if [ "$parallel" = 1 ] && [ "$(echo $providers | wc -w)" -gt 1 ]; then
 		i=$((i + 1))
 	done
 	# Each runner bounds its own tests and kills what it started.
-	trap 'kill "${jpids[@]}" 2>/dev/null; rm -rf "$jdir"' EXIT
+	trap 'pid_kill_children TERM "${jpids[@]}"; rm -rf "$jdir"' EXIT
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
 	wait "${jpids[@]}"
@@ -154,16 +155,12 @@ wait_pid() {
 	wait "$pid"
 }
 
-shm_cleanup() {
-	local pid
-	for pid in "$@"; do rm -f /dev/shm/"$pid":* 2>/dev/null; done
-}
+# shm_cleanup, and the kills below, spare a stranger that has one of our
+# old pids by now (pids.sh).
+shm_cleanup() { pid_shm_cleanup "$@"; }
 
 cleanup_all() {
-	local pid
-	for pid in "${started_pids[@]}"; do
-		kill -KILL "$pid" 2>/dev/null
-	done
+	pid_kill_children KILL "${started_pids[@]}"
 	shm_cleanup "${started_pids[@]}"
 }
 # Stopped from outside: clean up and stop (a trap that only cleaned up

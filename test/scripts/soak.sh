@@ -47,6 +47,7 @@
 # private one is chosen otherwise).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/pids.sh"
 SRC=$(cd "$HERE/../.." && pwd)
 DUR=600 MAXC=6 IVL=10 BUILD=$SRC/build PNG=$SRC/docs/perf/soak.png KEEP=""
 
@@ -106,12 +107,15 @@ ticks() { # utime + stime of PID (all threads), clock ticks
 	set -- $s
 	echo $((${12} + ${13}))
 }
+# ours PID: alive and still one of our programs (the pid of one that
+# ended may be anybody's by now: a run records ~1 500 client pids; pids.sh)
+ours() { pid_runs "$1" ripc_soak lt-ripc_soak timeout; }
 stop_pid() { # PID: TERM, 3 s grace, KILL
 	local p=$1 i
-	alive "$p" || return 0
+	ours "$p" || return 0
 	kill -TERM "$p" 2> /dev/null
 	for ((i = 0; i < 30; i++)); do
-		alive "$p" || return 0
+		ours "$p" || return 0
 		sleep 0.1
 	done
 	kill -KILL "$p" 2> /dev/null
@@ -119,7 +123,7 @@ stop_pid() { # PID: TERM, 3 s grace, KILL
 cleanup() {
 	local p f
 	for p in "${CLIENTS[@]}"; do
-		alive "$p" && kill -TERM "$p" 2> /dev/null
+		ours "$p" && kill -TERM "$p" 2> /dev/null
 	done
 	# The clients' own pids (timeout passes TERM on; KILL what is left).
 	for f in "$WORK"/c/*.pid; do
@@ -128,7 +132,7 @@ cleanup() {
 	sleep 0.5
 	if [ -s "$WORK/pids" ]; then
 		while read -r p; do
-			alive "$p" && kill -KILL "$p" 2> /dev/null
+			ours "$p" && kill -KILL "$p" 2> /dev/null
 		done < "$WORK/pids"
 	fi
 	[ -n "$IDLE_PID" ] && stop_pid "$IDLE_PID"
