@@ -7,8 +7,8 @@
 # other process: pid_max is 32768 here, and one CI run starts tens of
 # thousands of processes (churn alone 4 600).  Killing a stranger, or
 # removing its shm region, is worse than leaving a stray (on 11-30 a
-# runner of runripctests.sh killed, on exit, a `make` beside it that had
-# one of its old pids).  So:
+# `make` beside a CI run was killed, most likely by a runner of
+# runripctests.sh that, on exit, killed every pid it had started).  So:
 #
 #   * a process a script started itself with `&` and has not reaped is its
 #     child: its parent is this shell ($$, also inside functions), even
