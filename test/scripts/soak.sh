@@ -38,7 +38,8 @@
 #
 # SOAK_SERVER_WRAP (word-split) goes before the server's command line
 # only, e.g. to trace its heap: "env LD_PRELOAD=... ": it must exec the
-# server, which keeps its pid (see test/benchmarks/life_notes.md).
+# server, which keeps its pid and its program's name, by which the script
+# knows it when it stops it (see test/benchmarks/life_notes.md).
 #
 # Every process is started by this script and stopped by pid (TERM, then
 # KILL); each client runs under `timeout`; the registry (private) and
