@@ -22,6 +22,7 @@
 # before and after).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../scripts/pids.sh"
 src=$(cd "$here/../../.." && pwd)
 B=$(cd "${BUILD_DIR:-$src/build-bench}" 2>/dev/null && pwd) ||
 	{ echo "no build directory: build build-bench first" >&2; exit 1; }
@@ -60,7 +61,9 @@ done
 work=$(mktemp -d /tmp/ripc-instr.XXXXXX)
 pids=()
 cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	# Only those still ours: a pid that ended may be anybody's by now
+	# (test/scripts/pids.sh).
+	pid_kill_children TERM "${pids[@]}"
 	rm -rf "$work"
 }
 trap cleanup EXIT

@@ -15,6 +15,7 @@
 # or stamps.h change).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../scripts/pids.sh"
 src=$(cd "$here/../../.." && pwd)
 prov=shm size=8 rounds=2 secs=5
 while getopts "p:S:r:t:" o; do
@@ -47,7 +48,9 @@ bin=$B/src/build/test/benchmarks
 work=$(mktemp -d /tmp/ripc-stamps.XXXXXX)
 pids=()
 cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	# Only those still ours: a pid that ended may be anybody's by now
+	# (test/scripts/pids.sh).
+	pid_kill_children TERM "${pids[@]}"
 	rm -rf "$work"
 }
 trap cleanup EXIT
