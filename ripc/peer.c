@@ -359,6 +359,18 @@ static int peer_map(struct ripc_peer *p)
 	return 0;
 }
 
+/* A same-host peer that ended before it was mapped: the sweep forgets
+ * it. */
+static void peer_gone_unmapped(struct ripc_peer *p)
+{
+	if (p->map_pending) {
+		p->map_pending = false;
+		CTX->nunmapped--;
+	}
+	p->dead = true;
+	CTX->sweep_due = true;
+}
+
 #define MAP_PER_PASS 8
 #define MAP_RETRY_NS (10ull * 1000 * 1000)
 
@@ -380,14 +392,12 @@ void ripc__peers_map(void)
 			done++;
 			if (!(ret = peer_map(p)))
 				continue;
-			if (!p->reg_slot1 ||
+			if (ret == -ESRCH || !p->reg_slot1 ||
 			    !ripc__reg_slot_live(p->reg_slot1 - 1, p->inc)) {
-				/* Its process ended before we mapped it:
-				 * nothing to map, the sweep forgets it. */
-				p->map_pending = false;
-				CTX->nunmapped--;
-				p->dead = true;
-				CTX->sweep_due = true;
+				/* Its process ended (or closed its endpoint)
+				 * before we mapped it: nothing to map, the
+				 * sweep forgets it. */
+				peer_gone_unmapped(p);
 				continue;
 			}
 			/* shm's table is full (of peers not swept yet): the
@@ -420,7 +430,7 @@ void ripc__peers_accept(void)
 	for (int i = 0; i < n; i++) {
 		for (int tp = 0; tp < RIPC_PROV_MAX; tp++) {
 			struct ripc_tp *t = &CTX->tp[tp];
-			int err;
+			int err, ret = 0;
 
 			if (!t->open || !t->attr.same_host_only ||
 			    !req[i].addr[tp].len)
@@ -430,8 +440,18 @@ void ripc__peers_accept(void)
 				tp, req[i].addr[tp].addr, req[i].addr[tp].len,
 				req[i].incarnation, &err);
 
-			if (p && (err = ripc__err_from_errno(peer_map(p))))
+			if (p && (ret = peer_map(p)) == -ESRCH) {
+				/* It closed its endpoint before we came to
+				 * it (a short-lived client that had its
+				 * answer through the doorbell): nothing to
+				 * map, the sweep forgets it. */
+				peer_gone_unmapped(p);
+				continue;
+			}
+			if (p && ret) {
+				err = ripc__err_from_errno(ret);
 				p = NULL;
+			}
 			if (p) {
 				ripc__reg_accept_done(req[i].slot1 - 1,
 						      req[i].incarnation);

@@ -126,7 +126,10 @@ struct ripc_prov_ops {
 	int (*getname)(struct ripc_prov *p, void *addr, size_t *len);
 
 	/* Insert a peer address; *peer receives the handle to send to.
-	 * Inserting the same address twice yields the same handle. */
+	 * Inserting the same address twice yields the same handle.
+	 * Blocking (shm maps the peer's region).  -ESRCH: the transport can
+	 * tell that the peer's endpoint is closed (shm: its region file is
+	 * gone), and nothing was inserted. */
 	int (*av_insert)(struct ripc_prov *p, const void *addr, size_t len,
 			 uint64_t *peer);
 

@@ -35,6 +35,7 @@ const struct ripc_ofi_row ripc__shm_row = {
 	.wait_fd = false,
 	.unchecked_fast_rma = true,
 	.frag_injects = true,
+	.region_prefix = "fi_shm://",
 };
 
 /*

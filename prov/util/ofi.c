@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -227,13 +228,39 @@ int ripc__ofi_getname(struct ripc_prov *p, void *addr, size_t *len)
 	return ofi_errno(ret);
 }
 
+/* For a row with a region_prefix: does the region file the address
+ * names exist?  false only when it surely does not (ENOENT); an address
+ * that names no plain file there is left to the provider to refuse. */
+static bool region_present(const struct ripc_ofi_row *row, const void *addr,
+			   size_t len)
+{
+	size_t plen = strlen(row->region_prefix);
+	char name[256], path[sizeof(name) + 16];
+
+	if (len == 0 || len >= sizeof(name))
+		return true;
+	memcpy(name, addr, len);
+	name[len] = 0;
+	if (strncmp(name, row->region_prefix, plen) || !name[plen] ||
+	    strchr(name + plen, '/'))
+		return true;
+	snprintf(path, sizeof(path), "/dev/shm/%s", name + plen);
+	return access(path, F_OK) == 0 || errno != ENOENT;
+}
+
 int ripc__ofi_av_insert(struct ripc_prov *p, const void *addr, size_t len,
 			 uint64_t *peer)
 {
 	fi_addr_t fa = FI_ADDR_NOTAVAIL;
 	int ret;
 
-	(void)len; /* the provider knows its address format's length */
+	/* Its endpoint is closed, its process most likely gone: inserting
+	 * it would leave a node in libfabric's name table (ofi.h).  The file
+	 * can still go between this look and the insert; that leaves one
+	 * node, where inserting every late peer left one for each. */
+	if (p->row->region_prefix && !region_present(p->row, addr, len))
+		return -ESRCH;
+	/* Otherwise the provider knows its address format's length. */
 	ret = fi_av_insert(p->av, addr, 1, &fa, 0, NULL);
 	if (ret != 1 || fa == FI_ADDR_NOTAVAIL)
 		return ret < 0 ? ofi_errno(ret) : -EINVAL;

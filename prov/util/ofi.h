@@ -24,6 +24,13 @@ struct ripc_ofi_row {
 	/* The provider's fast RMA path ignores keys when FI_MR_VIRT_ADDR is
 	 * granted (shm 1.17, ref §3.2); withhold VIRT_ADDR in checked mode. */
 	bool unchecked_fast_rma;
+	/* The insert maps the peer's region, the file /dev/shm/<address
+	 * after this prefix> (shm).  libfabric 1.17 accepts the insert of
+	 * a peer whose file is gone, maps nothing, and on the remove skips
+	 * a peer it never mapped, so the name's node in its table stays
+	 * for ever (40 bytes; smr_map_add/smr_map_del): such a peer is not
+	 * inserted (-ESRCH). */
+	const char *region_prefix;
 	/* libfabric settings ("NAME=value", NULL-terminated) this transport
 	 * wants unless the environment has them already.  libfabric reads
 	 * every provider's settings once, at the first fi_getinfo of any:

@@ -1467,3 +1467,37 @@ Test(core, release_refused_is_not_success,
 	cr_assert_eq(ev[0].buf, x);
 	free(x);
 }
+
+/* shm: the insert of a peer whose endpoint is closed (a short-lived
+ * client that had its answer through the doorbell and ended before the
+ * server came to map it) is refused with -ESRCH and never reaches
+ * libfabric 1.17, which would accept it, map nothing, and keep the
+ * name's node in its table for ever (prov/util/ofi.h, region_prefix). */
+Test(core, shm_insert_of_a_closed_endpoint)
+{
+	const struct ripc_prov_ops *ops = ripc__prov_table[RIPC_PROV_SHM];
+	struct ripc_prov_opts opts = { 0 };
+	struct ripc_prov_attr attr;
+	struct ripc_prov *p[3];
+	uint8_t addr[3][RIPC_ADDR_MAX];
+	size_t len[3];
+	uint64_t h = 0;
+	int r, live, closed;
+
+	for (int i = 0; i < 3; i++) {
+		r = ops->open(&opts, &p[i], &attr);
+		if (r == -ENODEV)
+			cr_skip_test("libfabric shm is not usable here");
+		cr_assert_eq(r, 0, "open shm: %d", r);
+		len[i] = sizeof(addr[i]);
+		cr_assert_eq(ops->getname(p[i], addr[i], &len[i]), 0);
+	}
+	live = ops->av_insert(p[0], addr[1], len[1], &h);
+	ops->close(p[2]); /* removes its region file */
+	closed = ops->av_insert(p[0], addr[2], len[2], &h);
+	ops->close(p[1]);
+	ops->close(p[0]);
+	cr_assert_eq(live, 0, "insert of a live endpoint: %d", live);
+	cr_assert_eq(closed, -ESRCH, "insert of a closed endpoint: %d",
+		     closed);
+}
