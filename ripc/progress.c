@@ -18,6 +18,7 @@
 #include <linux/futex.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
@@ -425,6 +426,16 @@ static void *progress_main(void *arg)
 
 	(void)arg;
 	pt_self = true;
+	{
+		/* This thread's first malloc has glibc make its arena (a
+		 * mapping reserved, trimmed and made writable, its first
+		 * pages touched): here, rather than under the library lock
+		 * in the dispatch of the first message the thread takes (a
+		 * new process's first reply, perf_notes.md). */
+		void *volatile warm = malloc(64);
+
+		free(warm);
+	}
 	for (;;) {
 		unsigned nfd = 0, nquiet;
 		bool all_fd = true, can_wait, spin, busy, app_active, untimed;

@@ -36,6 +36,7 @@ const struct ripc_ofi_row ripc__shm_row = {
 	.unchecked_fast_rma = true,
 	.frag_injects = true,
 	.region_prefix = "fi_shm://",
+	.warm_av = true,
 };
 
 /*

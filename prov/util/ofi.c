@@ -105,6 +105,28 @@ static void env_defaults_once(void)
 		}
 }
 
+/*
+ * libfabric grows an AV's entry pool at its first insert (1.17's util_av:
+ * 1 024 entries at once, 112 KiB zeroed for shm).  Left to the first peer,
+ * that fell in a new process's first exchange: ~28 of its ~35 page faults
+ * from the first send to the reply, ~5 us each on a VM, while the reply
+ * waited (perf_notes.md, first contact).  Inserting our own address and
+ * removing it again does it here.  Best effort: a provider that refuses
+ * its own address just grows its pool later.
+ */
+static void warm_av(struct ripc_prov *p)
+{
+	char addr[256];
+	size_t len = sizeof(addr);
+	fi_addr_t fa = FI_ADDR_NOTAVAIL;
+
+	if (fi_getname(&p->ep->fid, addr, &len) || len > sizeof(addr))
+		return;
+	if (fi_av_insert(p->av, addr, 1, &fa, 0, NULL) == 1 &&
+	    fa != FI_ADDR_NOTAVAIL)
+		(void)fi_av_remove(p->av, &fa, 1, 0);
+}
+
 int ripc__ofi_open(const struct ripc_ofi_row *row,
 		   const struct ripc_prov_opts *opts, struct ripc_prov **out,
 		   struct ripc_prov_attr *attr)
@@ -175,6 +197,8 @@ int ripc__ofi_open(const struct ripc_ofi_row *row,
 	    (ret = fi_ep_bind(p->ep, &p->cq->fid, FI_TRANSMIT | FI_RECV)) ||
 	    (ret = fi_enable(p->ep)))
 		goto fail;
+	if (row->warm_av)
+		warm_av(p);
 
 	memset(attr, 0, sizeof(*attr));
 	attr->name = row->name;

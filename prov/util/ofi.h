@@ -31,6 +31,9 @@ struct ripc_ofi_row {
 	 * for ever (40 bytes; smr_map_add/smr_map_del): such a peer is not
 	 * inserted (-ESRCH). */
 	const char *region_prefix;
+	/* Insert our own address at open, and remove it: the AV's first
+	 * insert grows its entry pool (ripc__ofi_open, warm_av). */
+	bool warm_av;
 	/* libfabric settings ("NAME=value", NULL-terminated) this transport
 	 * wants unless the environment has them already.  libfabric reads
 	 * every provider's settings once, at the first fi_getinfo of any:
