@@ -11,7 +11,8 @@
 #     -g png     gnuplot plot of RSS, fds and CPU over time
 #                [docs/perf/soak.png; "" = none; needs gnuplot]
 #     -o dir     keep the logs and the series here [a temporary directory,
-#                removed at the end]
+#                removed at the end]; a run before's files there are
+#                removed first
 #
 # One server (ripc_soak, every transport it finds) serves the whole run.
 # Clients start at random moments (up to -m alive), each over shm or tcp
@@ -75,6 +76,11 @@ SOAK=$BUILD/test/functional/ripc_soak
 if [ -n "$KEEP" ]; then
 	mkdir -p "$KEEP" || exit 2
 	WORK=$(cd "$KEEP" && pwd)
+	# A run before left its files here: its `ready` and pid files would
+	# pass for this run's server (which the end would then not stop),
+	# its registry for this run's.  Only the names this script writes.
+	rm -rf "$WORK/c" "$WORK"/{failed,gnuplot.err,heap,pids,ready,registry,series} \
+		"$WORK"/{srv,idle}.{pid,err,out}
 else
 	WORK=$(mktemp -d /tmp/ripc-soak.XXXXXX)
 fi
