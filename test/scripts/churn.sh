@@ -93,17 +93,10 @@ alive() { [ -n "$1" ] && kill -0 "$1" 2> /dev/null; }
 
 # ours PID: alive and still one of our programs (the pid of one that
 # ended may be anybody's by now; pids.sh)
-ours() { pid_runs "$1" ripc_soak lt-ripc_soak timeout; }
-stop_pid() { # PID: TERM, 3 s grace, KILL; only if it still runs our program
-	local p=$1 i
-	ours "$p" || return 0
-	kill -TERM "$p" 2> /dev/null
-	for ((i = 0; i < 30; i++)); do
-		ours "$p" || return 0
-		sleep 0.1
-	done
-	kill -KILL "$p" 2> /dev/null
-}
+OURS=(ripc_soak lt-ripc_soak timeout)
+ours() { pid_runs "$1" "${OURS[@]}"; }
+# stop_pid PID: TERM, 3 s grace, KILL, only while it runs our program
+stop_pid() { pid_stop "$1" "${OURS[@]}"; }
 cleanup() {
 	local p f
 	[ -s "$WORK/drv.pid" ] && stop_pid "$(cat "$WORK/drv.pid")"

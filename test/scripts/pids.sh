@@ -45,6 +45,21 @@ pid_kill_children() {
 	return 0
 }
 
+# pid_stop PID NAME...: TERM, 3 s grace, KILL, each only while PID still
+# runs one of the programs NAME (pid_runs)
+pid_stop() {
+	local p=$1 i
+	shift
+	pid_runs "$p" "$@" || return 0
+	kill -TERM "$p" 2>/dev/null
+	for ((i = 0; i < 30; i++)); do
+		pid_runs "$p" "$@" || return 0
+		sleep 0.1
+	done
+	pid_runs "$p" "$@" && kill -KILL "$p" 2>/dev/null
+	return 0
+}
+
 # pid_shm_cleanup PID...: remove /dev/shm/PID:* (libfabric shm's regions,
 # named after their process) for each PID that no process has now, or
 # that is still our child; never the files of a stranger that has the pid

@@ -116,17 +116,10 @@ ticks() { # utime + stime of PID (all threads), clock ticks
 }
 # ours PID: alive and still one of our programs (the pid of one that
 # ended may be anybody's by now: a run records ~1 500 client pids; pids.sh)
-ours() { pid_runs "$1" ripc_soak lt-ripc_soak timeout; }
-stop_pid() { # PID: TERM, 3 s grace, KILL
-	local p=$1 i
-	ours "$p" || return 0
-	kill -TERM "$p" 2> /dev/null
-	for ((i = 0; i < 30; i++)); do
-		ours "$p" || return 0
-		sleep 0.1
-	done
-	kill -KILL "$p" 2> /dev/null
-}
+OURS=(ripc_soak lt-ripc_soak timeout)
+ours() { pid_runs "$1" "${OURS[@]}"; }
+# stop_pid PID: TERM, 3 s grace, KILL, only while it runs our program
+stop_pid() { pid_stop "$1" "${OURS[@]}"; }
 cleanup() {
 	local p f
 	for p in "${CLIENTS[@]}"; do
