@@ -20,6 +20,13 @@
  * memberships do not conflict with each other.  Only when no directory
  * is configured (the directory decides then), and not on loopback, where
  * nobody but this host can hear and the host registry already decides.
+ *
+ * On loopback the resolver sends nothing of its own at all: no probe, no
+ * query and no announcement.  Only processes of this host hear the group
+ * there (a network namespace is a host, ripc__host_id), and a process
+ * ignores answers and announcements from its own host, whose registry is
+ * authoritative; each datagram would only wake every libripc process of
+ * the host.  The sockets stay open (ripc_info, hostile-input counters).
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -489,7 +496,9 @@ void ripc__resolver_query(uint16_t id)
 	socklen_t len = sizeof(me);
 	uint64_t now;
 
-	if (!res.enabled || !(r = rec_get(id, true)))
+	/* Not on loopback (see the top): only this host would hear it, and
+	 * its answers are ignored. */
+	if (!res.enabled || res.loopback || !(r = rec_get(id, true)))
 		return;
 	now = ripc__now_ns();
 	if (r->last_query_ns && now - r->last_query_ns < RES_QUERY_GAP_NS)
@@ -509,7 +518,11 @@ void ripc__resolver_announce(uint16_t id, bool up, bool mcast)
 {
 	struct res_announce *a;
 
-	if (!res.enabled)
+	/* Not on loopback (see the top): three datagrams that would wake
+	 * every libripc process of the host for nothing, for each client
+	 * that comes and goes, one of them beside a new process's first
+	 * exchange. */
+	if (!res.enabled || res.loopback)
 		return;
 	if (res.nann >= sizeof(res.ann) / sizeof(res.ann[0]))
 		res.nann--; /* drop the oldest repeat schedule: still sent once */
