@@ -125,12 +125,13 @@ static void sniff_count(int fd, const uint16_t *ids, unsigned nids,
 	ssize_t n;
 
 	while ((n = recv(fd, d, sizeof(d), MSG_DONTWAIT)) >= 0) {
-		uint16_t id = (uint16_t)(d[6] | d[7] << 8);
+		uint16_t id;
 
 		if (n == 10 && !memcmp(d, "sniff-test", 10))
 			++*tests;
 		if (n < 40 || memcmp(d, "RPIR", 4))
 			continue;
+		id = (uint16_t)(d[6] | d[7] << 8);
 		for (unsigned i = 0; i < nids; i++)
 			*ours += id == ids[i];
 	}
