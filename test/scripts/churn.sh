@@ -215,6 +215,8 @@ if alive "$SRV_PID"; then
 else
 	wait "$SRV_WRAP"
 	log "the server is gone: exit status $? (137 = SIGKILL, e.g. by the OOM killer)"
+	# Its last words, whole (the first line alone was blank once, 11-30).
+	tail -n 8 "$WORK/srv.err" "$WORK/srv.out" 2> /dev/null | sed 's/^/churn: server: /'
 fi
 echo
 echo "transport $PROV, server pid $SRV_PID, $(($(date +%s) - START)) s in all"
