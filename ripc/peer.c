@@ -91,13 +91,15 @@ static void peer_free(struct ripc_peer *p)
 }
 
 /* Forget up to `want` unreferenced peers on transport tp (any if tp < 0),
- * least recently used first.  Returns how many were forgotten.
+ * least recently used first, never `keep`.  Returns how many were
+ * forgotten.
  *
  * Never a peer on a same-host transport: libfabric 1.17's shm forgets a
  * removed address on our side only, while the live peer keeps using the
  * slot it had in our endpoint (ref §2), so shm peers go only once their
  * process has ended (peers_sweep). */
-static unsigned peers_evict(int tp, unsigned want)
+static unsigned peers_evict(int tp, unsigned want,
+			    const struct ripc_peer *keep)
 {
 	unsigned done = 0;
 
@@ -107,7 +109,7 @@ static unsigned peers_evict(int tp, unsigned want)
 		for (unsigned b = 0; b < 256; b++)
 			for (struct ripc_peer *p = CTX->peer_hash[b]; p;
 			     p = p->hnext) {
-				if ((tp >= 0 && p->tp != tp) ||
+				if ((tp >= 0 && p->tp != tp) || p == keep ||
 				    CTX->tp[p->tp].attr.same_host_only)
 					continue;
 				if (!p->refs && (!victim || p->last_used_ns <
@@ -178,7 +180,13 @@ struct ripc_peer *ripc__peer_get(int tp, const void *addr, size_t len,
 			same_addr = p;
 		}
 	}
-	if (CTX->npeers >= CTX->cfg.peers_max && !peers_evict(-1, 16)) {
+	/* Room is made before the new peer exists, so never by forgetting
+	 * same_addr: its handle is the one the new peer is to share (a tcp
+	 * client's port taken again by a new client).  Forgotten, its handle
+	 * was removed from the address vector and then read from freed
+	 * memory for the new peer. */
+	if (CTX->npeers >= CTX->cfg.peers_max &&
+	    !peers_evict(-1, 16, same_addr)) {
 		ripc__log_rl(RIPC_LOG_WARN, "peer table full (%u)",
 			     CTX->cfg.peers_max);
 		*err = RIPC_ENOMEM;
@@ -200,7 +208,7 @@ struct ripc_peer *ripc__peer_get(int tp, const void *addr, size_t len,
 		p->mapped = true;
 	} else {
 		ret = t->ops->av_insert(t->p, addr, len, &p->handle);
-		if (ret && peers_evict(tp, 8))
+		if (ret && peers_evict(tp, 8, NULL))
 			ret = t->ops->av_insert(t->p, addr, len, &p->handle);
 		if (ret) {
 			free(p);

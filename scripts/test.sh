@@ -15,8 +15,9 @@
 #      short timeouts, fork, a first sender that exits at once
 #      (test/scripts/lifecycle.sh), again with shm's CMA refused (a
 #      seccomp filter, FI_SHM_DISABLE_CMA) and shm and tcp open; client churn, 2,000 sequential and 300
-#      concurrent clients over shm and tcp, and over a peer table of 16
-#      (test/scripts/churn.sh); a 60 s
+#      concurrent clients over shm and tcp, and over a peer table of 16,
+#      also with new clients on ended clients' ports (test/scripts/churn.sh
+#      -r, a network namespace); a 60 s
 #      soak (test/scripts/soak.sh); the event-loop example over shm and
 #      tcp;
 #      the ZooKeeper service directory and multicast duplicate detection
@@ -185,6 +186,11 @@ run_counted "churn tcp (2000 sequential, 300 concurrent)" \
 # are forgotten, and found again when next used.
 run_counted "churn tcp, peer table of 16 (100 sequential, 40 concurrent)" \
 	env RIPC_TEST_PEERS_MAX=16 test/scripts/churn.sh -p tcp -n 100 -c 40 -e -T 300
+# The same where new clients take the ports of ended ones (a namespace
+# with 256 ephemeral ports): a new incarnation at a known peer's address,
+# which must not be the peer forgotten to make room for it.
+run_counted "churn tcp, peer table of 16, ports reused (150 sequential, 20 concurrent)" \
+	env RIPC_TEST_PEERS_MAX=16 test/scripts/churn.sh -p tcp -n 150 -c 20 -e -r 40000-40255 -T 300
 run_counted "soak (60 s, clients come and go)" \
 	test/scripts/soak.sh -t 60 -g ""
 

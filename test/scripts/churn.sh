@@ -3,6 +3,7 @@
 # (issue 12).  Public API only (test/functional/ripc_soak).
 #
 #   test/scripts/churn.sh [-p shm|tcp] [-n N] [-c C] [-b BUILD_DIR] [-T SEC]
+#                         [-e] [-r LO-HI]
 #     -p prov    transport of the clients [shm]; the server opens every
 #                transport it finds
 #     -n N       distinct client processes one after another [2000]; each
@@ -18,6 +19,15 @@
 #     -e         check that the server forgot peers to make room
 #                (peers_evicted): for a peer table smaller than C
 #                (RIPC_TEST_PEERS_MAX in the environment)
+#     -r lo-hi   run in a network namespace of its own (root; skipped,
+#                exit 77, otherwise) whose ephemeral ports are lo..hi
+#                only, so that new tcp clients listen on ports ended
+#                clients had: a new incarnation at the address of a peer
+#                the server still knows, ~1 client in 10 with 256 ports
+#                (~1 in 1000 with the default range).  With -e, forgetting
+#                that peer to make room freed the handle the new one
+#                shares: the server died of SIGSEGV (libinfinipath's
+#                handler makes it exit status 1; its backtrace is shown)
 #
 # Reports the answered counts, the server's RSS and malloc heap after 100
 # and after N clients (and its RSS after the C), its open fds, the time
@@ -45,15 +55,17 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/pids.sh"
 SRC=$(cd "$HERE/../.." && pwd)
-PROV=shm N=2000 C=300 BUILD=$SRC/build LIMIT=3600 EVICT=0
+PROV=shm N=2000 C=300 BUILD=$SRC/build LIMIT=3600 EVICT=0 PORTS=""
+ARGS=("$@")
 
 usage() {
 	sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
 	exit 2
 }
-while getopts "p:n:c:b:T:eh" o; do
+while getopts "p:n:c:b:T:r:eh" o; do
 	case $o in
 	e) EVICT=1 ;;
+	r) PORTS=$OPTARG ;;
 	p) PROV=$OPTARG ;;
 	n) N=$OPTARG ;;
 	c) C=$OPTARG ;;
@@ -65,6 +77,31 @@ done
 SOAK=$BUILD/test/functional/ripc_soak
 [ -x "$SOAK" ] || { echo "churn: $SOAK missing: make -C $BUILD test/functional/ripc_soak" >&2; exit 2; }
 case "$N$C" in *[!0-9]*) usage ;; esac
+
+# -r: the whole run again inside a namespace made for it, removed after.
+if [ -n "$PORTS" ] && [ -z "${CHURN_NETNS:-}" ]; then
+	case $PORTS in [0-9]*-[0-9]*) ;; *) usage ;; esac
+	NS=ripc-churn-$$
+	if [ "$(id -u)" -ne 0 ] || ! ip netns add "$NS" 2> "/tmp/$NS.err"; then
+		echo "churn: skipped: cannot create a network namespace: $(head -c 200 "/tmp/$NS.err" 2> /dev/null)"
+		rm -f "/tmp/$NS.err"
+		echo "0 passed, 0 failed"
+		exit 77
+	fi
+	rm -f "/tmp/$NS.err"
+	INNER=""
+	trap 'ip netns del "$NS" 2> /dev/null' EXIT
+	# Passed on: the run inside stops its processes and cleans up.
+	trap '[ -n "$INNER" ] && kill -TERM "$INNER" 2> /dev/null; wait "$INNER"; exit 130' INT TERM
+	ip -n "$NS" link set lo up &&
+		ip netns exec "$NS" sysctl -qw net.ipv4.ip_local_port_range="${PORTS%-*} ${PORTS#*-}" ||
+		{ echo "churn: cannot set up namespace $NS"; echo "0 passed, 1 failed"; exit 1; }
+	echo "churn: in network namespace $NS, ephemeral ports $PORTS"
+	CHURN_NETNS=$NS ip netns exec "$NS" "$0" "${ARGS[@]}" &
+	INNER=$!
+	wait "$INNER"
+	exit $?
+fi
 
 WORK=$(mktemp -d /tmp/ripc-churn.XXXXXX)
 export FI_TCP_IFACE=lo RIPC_TCP_ADDR=127.0.0.1
@@ -117,9 +154,10 @@ trap cleanup EXIT
 trap 'log interrupted; exit 130' INT TERM
 
 START=$(date +%s)
-# The server: no ID argument; pid recorded before exec.
-timeout -k 3 "$LIMIT" sh -c 'echo $$ > "$0"; exec "$@"' "$WORK/srv.pid" \
-	"$SOAK" -r "$WORK/ready" > "$WORK/srv.out" 2> "$WORK/srv.err" &
+# The server: no ID argument; pid recorded before exec.  In $WORK, where
+# libinfinipath writes its backtrace file if it crashes.
+(cd "$WORK" && exec timeout -k 3 "$LIMIT" sh -c 'echo $$ > "$0"; exec "$@"' "$WORK/srv.pid" \
+	"$SOAK" -r "$WORK/ready" > "$WORK/srv.out" 2> "$WORK/srv.err") &
 SRV_WRAP=$!
 for ((i = 0; i < 100; i++)); do
 	[ -s "$WORK/ready" ] && break
@@ -215,8 +253,15 @@ if alive "$SRV_PID"; then
 else
 	wait "$SRV_WRAP"
 	log "the server is gone: exit status $? (137 = SIGKILL, e.g. by the OOM killer)"
-	# Its last words, whole (the first line alone was blank once, 11-30).
-	tail -n 8 "$WORK/srv.err" "$WORK/srv.out" 2> /dev/null | sed 's/^/churn: server: /'
+	SIG=$(sed -n 's/.* terminated with signal \([0-9]*\).*/\1/p' "$WORK/srv.err" | head -1)
+	if [ -n "$SIG" ]; then
+		# libinfinipath's handler: a backtrace, then exit(1) (ripc(7)).
+		log "it died of signal $SIG (libinfinipath's handler made that exit status 1); its backtrace:"
+		sed -n '/terminated with signal/,$p' "$WORK/srv.err" | head -40 | sed 's/^/churn: server: /'
+	else
+		# Its last words, whole.
+		tail -n 8 "$WORK/srv.err" "$WORK/srv.out" 2> /dev/null | sed 's/^/churn: server: /'
+	fi
 fi
 echo
 echo "transport $PROV, server pid $SRV_PID, $(($(date +%s) - START)) s in all"

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1241,6 +1242,67 @@ Test(core, shm_on_means_shm)
 	setenv("RIPC_RESOLVER", "0", 1);
 	need_service(SVC);
 	cr_assert_str_eq(ripc_transport_of(SVC), "shm");
+}
+
+/* A full peer table and a new incarnation at the address of a peer in it
+ * (a tcp client's port taken again by a new client, ~1 in 1000 clients
+ * here against the last 16 ports): room is made without forgetting that
+ * peer, whose transport handle the new one shares.  It was forgotten: its
+ * handle removed from the address vector, then read from freed memory and
+ * used for the new peer. */
+Test(core, evict_keeps_the_peer_whose_address_is_reused)
+{
+	struct ripc_tp *t;
+	struct ripc_peer *np = NULL, *old = NULL;
+	uint8_t a[RIPC_ADDR_MAX];
+	unsigned made = 0, room, kept = 0;
+	uint64_t evicted0, evicted;
+	size_t len;
+	int err = 0;
+
+	setenv("RIPC_PROVIDER", "tcp", 1);
+	setenv("RIPC_RESOLVER", "0", 1);
+	setenv("RIPC_TEST_PEERS_MAX", "16", 1);
+	need_lib();
+	t = &CTX->tp[RIPC_PROV_TCP];
+	cr_assert(t->open);
+	len = t->addrlen;
+	/* A sockaddr_in: other peers are other ports of our address. */
+	cr_assert(len == 16 && t->addr[0] + (t->addr[1] << 8) == AF_INET,
+		  "tcp address of %zu bytes, family %u", len, t->addr[0]);
+	memcpy(a, t->addr, len);
+	ripc__lock();
+	room = CTX->cfg.peers_max - CTX->npeers;
+	evicted0 = CTX->stats.peers_evicted;
+	for (unsigned i = 0; i < room; i++) {
+		a[2] = 0xf0;
+		a[3] = (uint8_t)i; /* port 61440 + i */
+		if (ripc__peer_get(RIPC_PROV_TCP, a, len, 1000 + i, &err))
+			made++;
+	}
+	/* Full.  The first of them (the least recently used) restarts. */
+	a[3] = 0;
+	np = ripc__peer_get(RIPC_PROV_TCP, a, len, 5000, &err);
+	for (unsigned b = 0; b < 256; b++)
+		for (struct ripc_peer *p = CTX->peer_hash[b]; p; p = p->hnext) {
+			if (p->tp != RIPC_PROV_TCP || memcmp(p->addr, a, len))
+				continue;
+			if (p->inc == 1000)
+				old = p;
+			kept++;
+		}
+	evicted = CTX->stats.peers_evicted - evicted0;
+	ripc__unlock();
+	cr_assert_eq(made, room, "%u of %u peers made: %s", made, room,
+		     ripc_strerror((uint8_t)err));
+	cr_assert_not_null(np, "no peer for the new incarnation: %s",
+			   ripc_strerror((uint8_t)err));
+	cr_assert_geq(evicted, 1, "nothing forgotten: the table was not full");
+	cr_assert_not_null(old, "the peer whose handle is shared was forgotten "
+				"(%u peers at its address)", kept);
+	cr_assert_eq(kept, 2);
+	cr_assert(np->mapped && old->mapped);
+	cr_assert_eq(np->handle, old->handle);
 }
 
 /* How big one RDMA read or write is: tcp's own 512 KiB and shm's 8 MiB
