@@ -961,6 +961,9 @@ DURATION=$(sed -n 's/^# duration \([0-9]*\) s/\1/p' "$RESULTS" | tail -1)
 RUN_DATE=$(sed -n 's/^# libripc benchmarks, //p' "$RESULTS")
 # The kernel the run had (a document regenerated later names it, not ours).
 RUN_KERNEL=$(sed -n 's/^# host: \([^,]*\),.*/\1/p' "$RESULTS" | head -1)
+# And its CPUs, as the run saw them (a regeneration may be on another
+# machine: RESULTS_FROM).
+RUN_CPUS=$(sed -n 's/^# host: [^,]*, \([0-9]*\) CPUs, \([^;]*\);.*/\1 (\2)/p' "$RESULTS" | head -1)
 grep '^# load ' "$RESULTS" | cut -d' ' -f3- > "$WORK/load"
 
 # ---- summary: median (min, max) across rounds ----------------------------
@@ -1402,7 +1405,7 @@ file.  Source: git $GIT_REV, $GIT_DIRTY uncommitted file(s) in ripc/ prov/ inclu
 
 | | |
 |---|---|
-| CPUs | $(nproc) ($CPU_MODEL) |
+| CPUs | ${RUN_CPUS:-$(nproc) ($CPU_MODEL)} |
 | kernel | ${RUN_KERNEL:-$(uname -r)} |
 | OS | $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-?}") |
 | libfabric | $LIBFABRIC_VERSION (providers shm and tcp;ofi_rxm, the latter with rxm's passthrough: FI_OFI_RXM_ENABLE_PASSTHRU=$FI_OFI_RXM_ENABLE_PASSTHRU) |
