@@ -209,6 +209,12 @@ static void open_fabric(void)
 	const char *node = NULL;
 	uint64_t flags = 0;
 
+	/* Side experiment, as in fi_rma_bench.c: FI_RMA_BENCH_WAIT_FD=1
+	 * opens the CQ with a wait fd (as libripc's over tcp must be, to
+	 * sleep) and still busy-polls it: what the wait object alone costs. */
+	if (getenv("FI_RMA_BENCH_WAIT_FD") &&
+	    !strcmp(getenv("FI_RMA_BENCH_WAIT_FD"), "1"))
+		cq_attr.wait_obj = FI_WAIT_FD;
 	hints->caps = FI_MSG;
 	hints->mode = FI_CONTEXT;
 	hints->ep_attr->type = FI_EP_RDM;
