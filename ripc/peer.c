@@ -189,6 +189,9 @@ struct ripc_peer *ripc__peer_get(int tp, const void *addr, size_t len,
 	    !peers_evict(-1, 16, same_addr)) {
 		ripc__log_rl(RIPC_LOG_WARN, "peer table full (%u)",
 			     CTX->cfg.peers_max);
+		/* Peers of this host go only once their process has ended,
+		 * which the sweep finds: the next one after this is due. */
+		CTX->sweep_due = true;
 		*err = RIPC_ENOMEM;
 		return NULL;
 	}
@@ -233,10 +236,15 @@ struct ripc_peer *ripc__peer_get(int tp, const void *addr, size_t len,
 	/* Every RIPC_SWEEP_MIN new peers, look for ones whose process has
 	 * ended (peers_sweep): over shm their slots must be given back, and
 	 * the others hold memory that clients coming and going by the
-	 * thousand would pile up (routes keep them referenced). */
+	 * thousand would pile up (routes keep them referenced).  And when
+	 * the table is full: peers of this host cannot be forgotten to make
+	 * room, and a table smaller than RIPC_SWEEP_MIN (RIPC_TEST_PEERS_MAX)
+	 * never saw a sweep, so a server stayed full of ended shm clients
+	 * and answered no new one. */
 	if (t->sweep_at < RIPC_SWEEP_MIN)
 		t->sweep_at = RIPC_SWEEP_MIN;
-	if (++t->npeers >= t->sweep_at) {
+	if (++t->npeers >= t->sweep_at ||
+	    CTX->npeers >= CTX->cfg.peers_max) {
 		CTX->sweep_due = true;
 		t->last_peer_ns = p->last_used_ns;
 	}

@@ -191,6 +191,10 @@ run_counted "churn tcp, peer table of 16 (100 sequential, 40 concurrent)" \
 # which must not be the peer forgotten to make room for it.
 run_counted "churn tcp, peer table of 16, ports reused (150 sequential, 20 concurrent)" \
 	env RIPC_TEST_PEERS_MAX=16 test/scripts/churn.sh -p tcp -n 150 -c 20 -e -r 40000-40255 -T 300
+# Over shm, whose peers go only once their process has ended (the sweep):
+# a server with a peer table of 16 answered its first 16 clients only.
+run_counted "churn shm, peer table of 16 (100 sequential, 10 concurrent)" \
+	env RIPC_TEST_PEERS_MAX=16 test/scripts/churn.sh -p shm -n 100 -c 10 -T 300
 run_counted "soak (60 s, clients come and go)" \
 	test/scripts/soak.sh -t 60 -g ""
 
