@@ -236,15 +236,16 @@ struct ripc_peer *ripc__peer_get(int tp, const void *addr, size_t len,
 	/* Every RIPC_SWEEP_MIN new peers, look for ones whose process has
 	 * ended (peers_sweep): over shm their slots must be given back, and
 	 * the others hold memory that clients coming and going by the
-	 * thousand would pile up (routes keep them referenced).  And when
-	 * the table is full: peers of this host cannot be forgotten to make
+	 * thousand would pile up (routes keep them referenced).  And when a
+	 * same-host peer fills the table: those cannot be forgotten to make
 	 * room, and a table smaller than RIPC_SWEEP_MIN (RIPC_TEST_PEERS_MAX)
 	 * never saw a sweep, so a server stayed full of ended shm clients
-	 * and answered no new one. */
+	 * and answered no new one.  (Not for the others: eviction makes room
+	 * for them, and a sweep per new peer would scan the route table.) */
 	if (t->sweep_at < RIPC_SWEEP_MIN)
 		t->sweep_at = RIPC_SWEEP_MIN;
 	if (++t->npeers >= t->sweep_at ||
-	    CTX->npeers >= CTX->cfg.peers_max) {
+	    (t->attr.same_host_only && CTX->npeers >= CTX->cfg.peers_max)) {
 		CTX->sweep_due = true;
 		t->last_peer_ns = p->last_used_ns;
 	}
