@@ -19,6 +19,8 @@
 #
 # Environment: BUILD_DIR (default build-bench), CC; extra VAR=VALUE pairs
 # in RIPC_ENV go to libripc's processes (RIPC_RX_DEPTH=2, ...).
+# -n: libripc's round trips; the raw program makes a quarter of them from
+# 64 KiB up (its own rule), plus a tenth of warm-up.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../../.." && pwd)
