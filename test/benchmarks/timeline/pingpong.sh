@@ -31,7 +31,7 @@ while getopts "S:n:r:" o; do
 	S) size=$OPTARG ;;
 	n) iters=$OPTARG ;;
 	r) rounds=$OPTARG ;;
-	*) sed -n '2,21p' "$0"; exit 2 ;;
+	*) sed -n '2,23p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
