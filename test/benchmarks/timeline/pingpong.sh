@@ -36,21 +36,9 @@ while getopts "S:n:r:" o; do
 done
 shift $((OPTIND - 1))
 systems=${*:-ripc raw rawfd}
-for f in "$B/test/benchmarks/.libs/ripc_pingpong" "$B/test/benchmarks/raw/fi_rma_bench"; do
-	[ -x "$f" ] || { echo "missing $f: build $B first" >&2; exit 1; }
-done
-work=$(mktemp -d /tmp/ripc-pptimeline.XXXXXX)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	rm -rf "$work" /dev/shm/ripc-pptimeline-$$*
-}
-trap cleanup EXIT
-shim=$work/shim.so
-${CC:-cc} -O2 -shared -fPIC -o "$shim" "$here/shim.c" -ldl || exit 1
-export FI_TCP_IFACE=lo RIPC_TCP_ADDR=127.0.0.1 RIPC_RESOLVER=0
-export FI_OFI_RXM_ENABLE_PASSTHRU=${FI_OFI_RXM_ENABLE_PASSTHRU:-1}
-export RIPC_REGISTRY=/dev/shm/ripc-pptimeline-$$ LD_LIBRARY_PATH=$B/.libs
+. "$here/setup.sh"
+timeline_setup pptimeline \
+	"$B/test/benchmarks/.libs/ripc_pingpong" "$B/test/benchmarks/raw/fi_rma_bench"
 
 run_pair() { # SYSTEM OUTDIR
 	local sys=$1 o=$2 s k id port wfd=

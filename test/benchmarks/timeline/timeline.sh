@@ -31,23 +31,9 @@ while getopts "S:t:r:" o; do
 done
 shift $((OPTIND - 1))
 systems=${*:-ripc raw}
-for f in "$B/test/benchmarks/.libs/ripc_long_bw" "$B/test/benchmarks/raw/fi_rma_bench"; do
-	[ -x "$f" ] || { echo "missing $f: build $B first" >&2; exit 1; }
-done
-work=$(mktemp -d /tmp/ripc-timeline.XXXXXX)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	rm -rf "$work" /dev/shm/ripc-timeline-$$*
-}
-trap cleanup EXIT
-shim=$work/shim.so
-${CC:-cc} -O2 -shared -fPIC -o "$shim" "$here/shim.c" -ldl || exit 1
-export FI_TCP_IFACE=lo RIPC_TCP_ADDR=127.0.0.1 RIPC_RESOLVER=0
-# As run_bench.sh: both systems through rxm's passthrough (libripc's
-# default, ripc(7) TRANSPORTS), unless the caller says otherwise.
-export FI_OFI_RXM_ENABLE_PASSTHRU=${FI_OFI_RXM_ENABLE_PASSTHRU:-1}
-export RIPC_REGISTRY=/dev/shm/ripc-timeline-$$ LD_LIBRARY_PATH=$B/.libs
+. "$here/setup.sh"
+timeline_setup timeline \
+	"$B/test/benchmarks/.libs/ripc_long_bw" "$B/test/benchmarks/raw/fi_rma_bench"
 
 run_pair() { # SYSTEM OUTDIR
 	local sys=$1 o=$2 s c k id port
