@@ -42,6 +42,17 @@
 # (256 MiB by default), so the RSS climbs to it whatever the library does;
 # the series still shows both.
 #
+# The server runs with FI_UNIVERSE_SIZE=16 unless the caller set it:
+# over tcp, rxm opens its connections' completion queue with room for
+# (receives + sends) x FI_UNIVERSE_SIZE completions (1024 when unset in
+# libfabric 1.17: one 12 MiB ring), which the provider writes in turn, so
+# a busy process's RSS grows by the ring's pages as completions first land
+# in them, up to the whole ring (an 80-minute soak: 24 -> 37-40 MB, then
+# flat; life_notes.md).  That growth is libfabric's and bounded; at 16 the
+# ring is 192 KiB and the RSS check sees the library's own memory.  Give
+# FI_UNIVERSE_SIZE=1024 to soak libfabric's default (an empty value is
+# not unset: libfabric reads it as 0, a small ring).
+#
 # SOAK_SERVER_WRAP (word-split) goes before the server's command line
 # only, e.g. to trace its heap: "env LD_PRELOAD=... ": it must exec the
 # server, which keeps its pid and its program's name, by which the script
@@ -188,7 +199,7 @@ pid_of() { # NAME: the program's pid, waiting up to 2 s for the file
 
 LIMIT=$((DUR + 300))
 # shellcheck disable=SC2086
-SOAK_HEAP_FILE=$WORK/heap start srv "$LIMIT" ${SOAK_SERVER_WRAP:-} "$SOAK" -r "$WORK/ready" \
+SOAK_HEAP_FILE=$WORK/heap FI_UNIVERSE_SIZE=${FI_UNIVERSE_SIZE:-16} start srv "$LIMIT" ${SOAK_SERVER_WRAP:-} "$SOAK" -r "$WORK/ready" \
 	> "$WORK/srv.out" 2> "$WORK/srv.err"
 SRV_PID=$(pid_of srv)
 for ((i = 0; i < 100; i++)); do
@@ -203,7 +214,7 @@ fi
 ID=$(cat "$WORK/ready")
 start idle "$LIMIT" "$SOAK" -x idle > "$WORK/idle.out" 2> "$WORK/idle.err"
 IDLE_PID=$(pid_of idle)
-log "server pid $SRV_PID (service $ID), idle probe pid $IDLE_PID; clients for $DUR s, at most $MAXC alive"
+log "server pid $SRV_PID (service $ID, FI_UNIVERSE_SIZE=${FI_UNIVERSE_SIZE:-16}), idle probe pid $IDLE_PID; clients for $DUR s, at most $MAXC alive"
 [ -n "$SAN" ] && log "$SAN build: the heap and RSS checks will be skipped (SKIP)"
 
 # ---- the run ----------------------------------------------------------------
