@@ -47,6 +47,13 @@
 # shm_fallback_tcp, bell_wakeups, bell_msgs_recv (first messages that
 # came through the doorbell while the shm pair was being set up).
 #
+# The server runs with FI_UNIVERSE_SIZE=16 unless the caller sets it, as
+# in soak.sh (which says why): rxm's tcp completion ring, 12 MiB at
+# libfabric's default, becomes resident entry after entry, ~70 bytes a
+# client here (tcp, 10 000 clients: RSS +8.0 % with FI_UNIVERSE_SIZE=1024,
+# +4.2 % with 16; life_notes.md), and would take most of the RSS check's
+# 10 % in a long run.
+#
 # Every process is started by this script, recorded by pid and stopped by
 # pid; the registry (RIPC_REGISTRY, private) and /dev/shm files of our
 # processes are removed at the end.  Set RIPC_RESOLVER_PORT to run next to
@@ -156,7 +163,8 @@ trap 'log interrupted; exit 130' INT TERM
 START=$(date +%s)
 # The server: no ID argument; pid recorded before exec.  In $WORK, where
 # libinfinipath writes its backtrace file if it crashes.
-(cd "$WORK" && exec timeout -k 3 "$LIMIT" sh -c 'echo $$ > "$0"; exec "$@"' "$WORK/srv.pid" \
+(cd "$WORK" && export FI_UNIVERSE_SIZE=${FI_UNIVERSE_SIZE:-16} &&
+	exec timeout -k 3 "$LIMIT" sh -c 'echo $$ > "$0"; exec "$@"' "$WORK/srv.pid" \
 	"$SOAK" -r "$WORK/ready" > "$WORK/srv.out" 2> "$WORK/srv.err") &
 SRV_WRAP=$!
 for ((i = 0; i < 100; i++)); do
@@ -171,7 +179,7 @@ if [ ! -s "$WORK/ready" ]; then
 	exit 1
 fi
 ID=$(cat "$WORK/ready")
-log "server pid $SRV_PID, service $ID; clients over $PROV"
+log "server pid $SRV_PID, service $ID (FI_UNIVERSE_SIZE=${FI_UNIVERSE_SIZE:-16}); clients over $PROV"
 RSS0=$(rss_kb "$SRV_PID") FD0=$(nfds "$SRV_PID")
 
 # Sequential clients: sample the server when the driver reports 100 done.
