@@ -90,14 +90,65 @@ static void peer_free(struct ripc_peer *p)
 	free(p);
 }
 
+static bool same_host_peer_gone(struct ripc_peer *p);
+
+/*
+ * Make room from peers on a same-host transport whose process has ended:
+ * up to `want` of them on transport tp (any if tp < 0), never `keep`.
+ * Their routes let go of them; one a transfer still holds is marked for
+ * the sweep.  The sweep forgets these too, but it waits for a quiet
+ * moment (sweep_may_run): a burst of new clients came first under load,
+ * and a server whose table held ended shm clients refused them all (a
+ * CI run beside a soak, 12-01: 3 of 10 replies failed, "peer table
+ * full").  Removing one from shm's table unmaps its region (up to a
+ * millisecond), so those beyond the first SWEEP_SLICE_NS are left,
+ * marked, to the sweep.  Each check is a registry read and a kill(pid,
+ * 0), and shm holds at most 256 peers an endpoint, so a full table whose
+ * same-host peers are all alive costs a few hundred microseconds a
+ * refused claim.  Returns how many were forgotten.
+ */
+static unsigned peers_forget_ended(int tp, unsigned want,
+				   const struct ripc_peer *keep)
+{
+	uint64_t until = ripc__now_ns() + SWEEP_SLICE_NS;
+	unsigned done = 0;
+	bool marked = false;
+
+	for (unsigned b = 0; b < 256 && done < want; b++) {
+		struct ripc_peer *p = CTX->peer_hash[b], *n;
+
+		for (; p && done < want; p = n) {
+			n = p->hnext;
+			if ((tp >= 0 && p->tp != tp) || p == keep ||
+			    !CTX->tp[p->tp].attr.same_host_only ||
+			    !same_host_peer_gone(p))
+				continue;
+			p->dead = true;
+			routes_let_go(p);
+			if (p->refs || ripc__now_ns() >= until) {
+				marked = true;
+				continue;
+			}
+			/* routes_let_go frees no peer: n stays valid. */
+			peer_free(p);
+			CTX->stats.peers_reaped++;
+			done++;
+		}
+	}
+	if (marked)
+		CTX->sweep_due = true;
+	return done;
+}
+
 /* Forget up to `want` unreferenced peers on transport tp (any if tp < 0),
  * least recently used first, never `keep`.  Returns how many were
  * forgotten.
  *
- * Never a peer on a same-host transport: libfabric 1.17's shm forgets a
- * removed address on our side only, while the live peer keeps using the
+ * Never a live peer on a same-host transport: libfabric 1.17's shm forgets
+ * a removed address on our side only, while the live peer keeps using the
  * slot it had in our endpoint (ref §2), so shm peers go only once their
- * process has ended (peers_sweep). */
+ * process has ended (peers_sweep; and peers_forget_ended when nothing
+ * else makes room). */
 static unsigned peers_evict(int tp, unsigned want,
 			    const struct ripc_peer *keep)
 {
@@ -130,6 +181,8 @@ static unsigned peers_evict(int tp, unsigned want,
 		CTX->stats.peers_evicted++;
 		done++;
 	}
+	if (done < want)
+		done += peers_forget_ended(tp, want - done, keep);
 	return done;
 }
 
@@ -155,6 +208,17 @@ static bool same_host_peer_live(struct ripc_peer *p)
 		p->proc_slot1 = p->reg_slot1 =
 			same_host_slot1(p->tp, p->addr, p->addrlen, p->inc);
 	return p->reg_slot1 && ripc__reg_slot_live(p->reg_slot1 - 1, p->inc);
+}
+
+/* Has the process of a peer on a same-host transport ended, as far as its
+ * registry record and kill(pid, 0) can tell?  No record found: not known
+ * to have ended (the sweep decides those). */
+static bool same_host_peer_gone(struct ripc_peer *p)
+{
+	if (!p->reg_slot1)
+		p->proc_slot1 = p->reg_slot1 =
+			same_host_slot1(p->tp, p->addr, p->addrlen, p->inc);
+	return p->reg_slot1 && ripc__reg_slot_gone(p->reg_slot1 - 1, p->inc);
 }
 
 struct ripc_peer *ripc__peer_get(int tp, const void *addr, size_t len,

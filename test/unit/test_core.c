@@ -1305,6 +1305,119 @@ Test(core, evict_keeps_the_peer_whose_address_is_reused)
 	cr_assert_eq(np->handle, old->handle);
 }
 
+/* A full peer table over shm (peers there are forgotten only once their
+ * process has ended): a new peer takes the place of one whose process the
+ * registry holds ended, at once, and the routes to that one let go of it.
+ * It was left to the sweep, which waits for a quiet moment, and under load
+ * a burst of new clients came first: their replies failed with "peer table
+ * full" (churn.sh -p shm with RIPC_TEST_PEERS_MAX=16 beside a soak, 3 of
+ * 10).  A peer whose record is not found is not taken for ended, and with
+ * none ended the new peer is refused.  White-box: peers made by hand at
+ * made-up addresses, never mapped (the engine does that, and it waits for
+ * the lock), their registry record ours (alive) or one out of range
+ * (ended). */
+Test(core, full_table_forgets_an_ended_same_host_peer)
+{
+	const uint16_t via = 4244;
+	const int32_t ended = RIPC_REG_MAX_PROCS + 1;
+	int32_t self;
+	struct ripc_peer *mine[16], *np_full, *np, *gone;
+	struct ripc_route *r;
+	uint8_t a[RIPC_ADDR_MAX];
+	unsigned room, made = 0, left = 0, passes = 0;
+	uint64_t reaped0, reaped_full, reaped;
+	bool route_let_go, gone_kept = false, full_err;
+	struct ripc_tp *t;
+	size_t len;
+	int err = 0;
+
+	setenv("RIPC_PROVIDER", "shm", 1);
+	setenv("RIPC_RESOLVER", "0", 1);
+	setenv("RIPC_TEST_PEERS_MAX", "16", 1);
+	need_service(SVC); /* in the registry from here */
+	self = ripc__reg_self_slot();
+	t = &CTX->tp[RIPC_PROV_SHM];
+	cr_assert(t->open && t->attr.same_host_only);
+	cr_assert(self >= 0, "not in the registry");
+	len = t->addrlen;
+	cr_assert(len >= 2 && len <= RIPC_ADDR_MAX);
+	memcpy(a, t->addr, len);
+	r = calloc(1, sizeof(*r));
+	cr_assert_not_null(r);
+	cr_assert_null(CTX->route[via]);
+	ripc__lock();
+	room = CTX->cfg.peers_max - CTX->npeers;
+	reaped0 = CTX->stats.peers_reaped;
+	for (unsigned i = 0; i < room && i < 16; i++) {
+		a[len - 2] = 0xa0;
+		a[len - 1] = (uint8_t)i;
+		mine[i] = ripc__peer_get(RIPC_PROV_SHM, a, len,
+					 CTX->incarnation, &err);
+		if (!mine[i])
+			break;
+		/* Alive: our own record, at our incarnation. */
+		mine[i]->proc_slot1 = mine[i]->reg_slot1 = self + 1;
+		made++;
+	}
+	/* The one that will end: its record not found yet (not ended, as
+	 * far as anyone can tell), and a cached route to it. */
+	gone = made ? mine[made / 2] : NULL;
+	if (gone) {
+		gone->proc_slot1 = gone->reg_slot1 = 0;
+		r->peer = ripc__peer_hold(gone);
+		r->reg_version = 1;
+		CTX->route[via] = r;
+	}
+	a[len - 2] = 0xb0;
+	a[len - 1] = 0;
+	np_full = ripc__peer_get(RIPC_PROV_SHM, a, len, CTX->incarnation + 1,
+				 &err);
+	full_err = err == RIPC_ENOMEM;
+	reaped_full = CTX->stats.peers_reaped;
+	/* Its process ends: its record is gone. */
+	if (gone)
+		gone->proc_slot1 = gone->reg_slot1 = ended;
+	np = ripc__peer_get(RIPC_PROV_SHM, a, len, CTX->incarnation + 1, &err);
+	reaped = CTX->stats.peers_reaped;
+	route_let_go = r->peer == NULL;
+	for (unsigned b = 0; b < 256; b++)
+		for (struct ripc_peer *p = CTX->peer_hash[b]; p; p = p->hnext)
+			gone_kept |= p == gone;
+	/* Away with them all: the sweep forgets ended peers (and the route
+	 * that leads nowhere now). */
+	for (unsigned b = 0; b < 256; b++)
+		for (struct ripc_peer *p = CTX->peer_hash[b]; p; p = p->hnext)
+			if (p->tp == RIPC_PROV_SHM && p->addrlen == len &&
+			    !memcmp(p->addr, a, len - 2) &&
+			    (p->addr[len - 2] == 0xa0 ||
+			     p->addr[len - 2] == 0xb0))
+				p->proc_slot1 = p->reg_slot1 = ended;
+	do
+		ripc__peers_sweep();
+	while (CTX->sweep_reaping && ++passes < 1000);
+	for (unsigned b = 0; b < 256; b++)
+		for (struct ripc_peer *p = CTX->peer_hash[b]; p; p = p->hnext)
+			left += p->tp == RIPC_PROV_SHM && p->addrlen == len &&
+				!memcmp(p->addr, a, len - 2) &&
+				(p->addr[len - 2] == 0xa0 ||
+				 p->addr[len - 2] == 0xb0);
+	if (CTX->route[via] == r)
+		CTX->route[via] = NULL, free(r); /* not swept: ours */
+	ripc__unlock();
+	cr_assert_eq(made, room, "%u of %u peers made: %s", made, room,
+		     ripc_strerror((uint8_t)err));
+	cr_assert_null(np_full, "a full table of live peers took a new one");
+	cr_assert(full_err, "refused, but not for want of room");
+	cr_assert_eq(reaped_full, reaped0,
+		     "a peer whose record was not found was taken for ended");
+	cr_assert_not_null(np, "refused with an ended peer in the table: %s",
+			   ripc_strerror((uint8_t)err));
+	cr_assert_eq(reaped, reaped0 + 1);
+	cr_assert_not(gone_kept, "the ended peer is still in the table");
+	cr_assert(route_let_go, "a route still refers to the ended peer");
+	cr_assert_eq(left, 0, "%u made-up peers left after the sweep", left);
+}
+
 /* How big one RDMA read or write is: tcp's own 512 KiB and shm's 8 MiB
  * (the core's default) unless RIPC_READ_CHUNK says otherwise for all
  * (ripc__rma_chunk); and an item of several such reads over tcp (5 MiB: ten
