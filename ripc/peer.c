@@ -103,12 +103,12 @@ static bool same_host_peer_gone(struct ripc_peer *p);
  * full").
  *
  * One mapped whose shm hand-shake never finished (it never mapped us) is
- * taken only when no other will do: removed at once in the lifecycle
- * case sendexit -p shm, such a peer broke the next peer's hand-shake
- * (docs/FAULTS.md), but leaving them all to the sweep refused new shm
- * clients under load again (churn.sh -p shm with a table of 16 beside two
- * busy loops: 4 runs of 10 failed), since clients that only ever used
- * the doorbell end that way.
+ * taken only when no other will do, and then only one: removed at once
+ * in the lifecycle case sendexit -p shm, such a peer broke the next
+ * peer's hand-shake (docs/FAULTS.md), but leaving them all to the sweep
+ * refused new shm clients under load again (churn.sh -p shm with a table
+ * of 16 beside two busy loops: 4 runs of 10 failed), since clients that
+ * only ever used the doorbell end that way.
  *
  * Removing one from shm's table unmaps its region (up to a millisecond),
  * so after the first one, those beyond SWEEP_SLICE_NS are left, marked,
@@ -124,37 +124,40 @@ static unsigned peers_forget_ended(int tp, unsigned want,
 				   const struct ripc_peer *keep)
 {
 	uint64_t until = ripc__now_ns() + SWEEP_SLICE_NS;
+	struct ripc_peer *half_shaken = NULL;
 	unsigned done = 0;
-	bool marked = false, half_shaken = false;
+	bool marked = false;
 
-	for (int pass = 0; pass < 2 && !done; pass++) {
-		if (pass == 1 && !half_shaken)
-			break;
-		for (unsigned b = 0; b < 256 && done < want; b++) {
-			struct ripc_peer *p = CTX->peer_hash[b], *n;
+	for (unsigned b = 0; b < 256 && done < want; b++) {
+		struct ripc_peer *p = CTX->peer_hash[b], *n;
 
-			for (; p && done < want; p = n) {
-				n = p->hnext;
-				if ((tp >= 0 && p->tp != tp) || p == keep ||
-				    !CTX->tp[p->tp].attr.same_host_only ||
-				    !same_host_peer_gone(p))
-					continue;
-				p->dead = true;
-				routes_let_go(p);
-				if (pass == 0 && p->mapped && !p->ready)
-					half_shaken = true;
-				if (p->refs ||
-				    (pass == 0 && p->mapped && !p->ready) ||
-				    (done && ripc__now_ns() >= until)) {
-					marked = true;
-					continue;
-				}
-				/* routes_let_go frees no peer: n stays valid. */
-				peer_free(p);
-				CTX->stats.peers_reaped++;
-				done++;
+		for (; p && done < want; p = n) {
+			n = p->hnext;
+			if ((tp >= 0 && p->tp != tp) || p == keep ||
+			    !CTX->tp[p->tp].attr.same_host_only ||
+			    !same_host_peer_gone(p))
+				continue;
+			p->dead = true;
+			routes_let_go(p);
+			if (!p->refs && p->mapped && !p->ready && !half_shaken)
+				half_shaken = p;
+			if (p->refs || (p->mapped && !p->ready) ||
+			    (done && ripc__now_ns() >= until)) {
+				marked = true;
+				continue;
 			}
+			/* routes_let_go frees no peer: n stays valid. */
+			peer_free(p);
+			CTX->stats.peers_reaped++;
+			done++;
 		}
+	}
+	/* None other: one half-shaken peer, for the claim that wants room
+	 * (nothing was freed, so the pointer is still good). */
+	if (!done && half_shaken) {
+		peer_free(half_shaken);
+		CTX->stats.peers_reaped++;
+		done++;
 	}
 	if (marked)
 		CTX->sweep_due = true;
