@@ -182,6 +182,51 @@ static int inject_now(struct ripc_peer *peer, const struct ripc_wire_out *m,
 			  t->ops->inject(t->p, peer->handle, buf, len));
 }
 
+/* A train straight from the caller's items, fragment by fragment through
+ * one stack buffer: a message that all goes is never gathered into a slot
+ * (at 16 KiB over shm that copy was ~0.4 us of a 3.6 us one-way time).
+ * Returns 0 when all went, or what the transport said with *off the bytes
+ * that went (0: none, and the caller's slot path tries again, doorbell
+ * included; else the rest must follow from a slot). */
+static int train_now(struct ripc_peer *peer, const struct ripc_wire_out *m,
+		     size_t len, uint32_t *off)
+{
+	struct ripc_tp *t = &CTX->tp[peer->tp];
+	size_t room = t->attr.inject_size < 4096 ? t->attr.inject_size : 4096;
+	uint8_t buf[4096] __attribute__((aligned(8)));
+	struct ripc_wire_cursor c = { .m = m };
+	size_t head = ripc__wire_encode_head(m, buf, len);
+	int ret;
+
+	if (head >= room)
+		return -EAGAIN; /* many descriptors: the slot path's */
+	ripc__wire_gather(&c, buf + head, room - head);
+	ripc__wire_frag_mark(buf, true);
+	ret = t->ops->inject(t->p, peer->handle, buf, room);
+	if (ret)
+		return ret;
+	peer->linked = true;
+	*off = (uint32_t)room;
+	while (*off < len) {
+		uint32_t n = (uint32_t)(len - *off < room - RIPC_WIRE_HDR
+						? len - *off
+						: room - RIPC_WIRE_HDR);
+
+		ripc__wire_frag_head(buf, m->src_inc, m->dst_inc, *off, n);
+		ripc__wire_gather(&c, buf + RIPC_WIRE_HDR, n);
+		ret = t->ops->inject(t->p, peer->handle, buf,
+				     RIPC_WIRE_HDR + n);
+		if (ret)
+			break;
+		*off += n;
+	}
+	if (ret == 0)
+		CTX->stats.frag_msgs_sent++;
+	if (ret == 0 || ret == -EAGAIN)
+		ripc__bell_ring(peer); /* as post_frags */
+	return ret;
+}
+
 int ripc__tx_send(struct ripc_peer *peer, const struct ripc_wire_out *m,
 		  uint64_t deadline, struct ripc_waiter *waiter,
 		  const uint64_t *expo, struct ripc_txreq **out)
@@ -206,6 +251,17 @@ int ripc__tx_send(struct ripc_peer *peer, const struct ripc_wire_out *m,
 	}
 	if (!(s = ripc__slot_get()))
 		return RIPC_ENOMEM;
+	if (peer->nqueued == 0 && !tried && ripc__peer_mapped_us(peer) &&
+	    frag_pays(t, len)) {
+		/* The slot is taken first so that a train that stalls can
+		 * always be queued with what has gone. */
+		ret = train_now(peer, m, len, &off);
+		if (ret != -EAGAIN) {
+			ripc__slot_put(s);
+			return ripc__err_from_errno(ret);
+		}
+		tried = off > 0; /* else none went: as any message below */
+	}
 	ripc__wire_encode_sized(m, s->buf, len);
 	if (peer->nqueued == 0 && !tried) {
 		ret = post_once(peer, s, len, &off);

@@ -109,8 +109,10 @@ size_t ripc__wire_encode(const struct ripc_wire_out *m, void *buf)
 	return ripc__wire_encode_sized(m, buf, ripc__wire_size(m));
 }
 
-size_t ripc__wire_encode_sized(const struct ripc_wire_out *m, void *buf,
-			       size_t total)
+/* Everything before the short items' data: header, item sizes,
+ * descriptors, address.  Returns its length. */
+size_t ripc__wire_encode_head(const struct ripc_wire_out *m, void *buf,
+			      size_t total)
 {
 	uint8_t *p = buf;
 
@@ -148,6 +150,14 @@ size_t ripc__wire_encode_sized(const struct ripc_wire_out *m, void *buf,
 		memcpy(p + 2, m->addr, m->addr_len);
 		p += n;
 	}
+	return (size_t)(p - (uint8_t *)buf);
+}
+
+size_t ripc__wire_encode_sized(const struct ripc_wire_out *m, void *buf,
+			       size_t total)
+{
+	uint8_t *p = (uint8_t *)buf + ripc__wire_encode_head(m, buf, total);
+
 	for (unsigned i = 0; i < m->nshort; i++) {
 		size_t n = m->short_len[i];
 
@@ -157,6 +167,35 @@ size_t ripc__wire_encode_sized(const struct ripc_wire_out *m, void *buf,
 		p += align8(n);
 	}
 	return total;
+}
+
+void ripc__wire_gather(struct ripc_wire_cursor *c, void *dst, size_t n)
+{
+	const struct ripc_wire_out *m = c->m;
+	uint8_t *d = dst;
+
+	while (n && c->item < m->nshort) {
+		size_t len = m->short_len[c->item];
+		size_t span = align8(len) - c->at;
+		size_t k = span < n ? span : n;
+
+		if (c->at < len) {
+			size_t data = len - c->at < k ? len - c->at : k;
+
+			memcpy(d, (const uint8_t *)m->short_buf[c->item] + c->at,
+			       data);
+			memset(d + data, 0, k - data);
+		} else {
+			memset(d, 0, k); /* the item's padding */
+		}
+		d += k;
+		n -= k;
+		c->at += k;
+		if (c->at == align8(len)) {
+			c->item++;
+			c->at = 0;
+		}
+	}
 }
 
 /* empty_ok: a long item of length 0, described as {0, 0, 0} (nothing was
@@ -383,6 +422,14 @@ void ripc__wire_frag_mark(void *buf, bool first)
 size_t ripc__wire_frag_encode(void *buf, uint64_t src_inc, uint64_t dst_inc,
 			      uint32_t off, const void *data, uint32_t n)
 {
+	ripc__wire_frag_head(buf, src_inc, dst_inc, off, n);
+	memcpy((uint8_t *)buf + RIPC_WIRE_HDR, data, n);
+	return RIPC_WIRE_HDR + n;
+}
+
+void ripc__wire_frag_head(void *buf, uint64_t src_inc, uint64_t dst_inc,
+			  uint32_t off, uint32_t n)
+{
 	uint8_t *p = buf;
 
 	memset(p, 0, RIPC_WIRE_HDR);
@@ -393,6 +440,4 @@ size_t ripc__wire_frag_encode(void *buf, uint64_t src_inc, uint64_t dst_inc,
 	put64(p + 16, dst_inc);
 	put32(p + 24, RIPC_WIRE_HDR + n);
 	put32(p + 36, off);
-	memcpy(p + RIPC_WIRE_HDR, data, n);
-	return RIPC_WIRE_HDR + n;
 }

@@ -113,6 +113,22 @@ size_t ripc__wire_encode(const struct ripc_wire_out *m, void *buf);
 /* The same, for a caller that already has total = ripc__wire_size(m). */
 size_t ripc__wire_encode_sized(const struct ripc_wire_out *m, void *buf,
 			       size_t total);
+/* Only what comes before the short items' data (header, item sizes,
+ * descriptors, address; room >= total - their aligned sizes); returns its
+ * length.  With ripc__wire_gather, a sender builds the encoding piece by
+ * piece, straight from the caller's items (txq.c: trains). */
+size_t ripc__wire_encode_head(const struct ripc_wire_out *m, void *buf,
+			      size_t total);
+/* A position in a message's short-item data as encoded (each item padded
+ * to 8 bytes); starts zeroed but for m. */
+struct ripc_wire_cursor {
+	const struct ripc_wire_out *m;
+	unsigned item; /* the item the next byte comes from */
+	size_t at;     /* bytes of it (and its padding) already gathered */
+};
+/* Copy the next n bytes of that data to dst and advance; stops early
+ * only at the data's end. */
+void ripc__wire_gather(struct ripc_wire_cursor *c, void *dst, size_t n);
 
 /* Reasons a message is refused (for statistics and tests). */
 enum ripc_wire_err {
@@ -177,5 +193,8 @@ void ripc__wire_frag_mark(void *buf, bool first);
  * (room >= RIPC_WIRE_HDR + n); returns its length. */
 size_t ripc__wire_frag_encode(void *buf, uint64_t src_inc, uint64_t dst_inc,
 			      uint32_t off, const void *data, uint32_t n);
+/* Only a continuation's header, for n bytes that follow it in buf. */
+void ripc__wire_frag_head(void *buf, uint64_t src_inc, uint64_t dst_inc,
+			  uint32_t off, uint32_t n);
 
 #endif

@@ -517,6 +517,27 @@ Test(core, short_to_self)
  * boundaries arrives whole, in order, with several queued at once; the
  * counters say the trains were used, and that none are with
  * RIPC_FRAG_MAX=0. */
+/* A pair's first messages go through the doorbell, whole, until shm is
+ * set up (ripc(7) NOTES): small ones to ourselves until one did not; *st
+ * the statistics after it. */
+static void shm_past_doorbell(uint16_t svc, struct ripc_stats *st)
+{
+	for (unsigned k = 0;; k++) {
+		uint64_t bell, v = 0;
+		void *b[1] = { &v };
+		uint32_t l[1] = { sizeof(v) };
+
+		cr_assert(k < 2000, "shm never took over from the doorbell");
+		cr_assert_eq(ripc_stats(st, sizeof(*st)), RIPC_OK);
+		bell = st->bell_msgs_sent;
+		send_receive_one(svc, b, l);
+		cr_assert_eq(ripc_stats(st, sizeof(*st)), RIPC_OK);
+		if (st->bell_msgs_sent == bell)
+			break;
+		usleep(1000);
+	}
+}
+
 static void frag_sizes(bool on)
 {
 	static const uint32_t sizes[] = { 4040, 4041, 4048, 4096, 4097, 8136,
@@ -528,22 +549,7 @@ static void frag_sizes(bool on)
 	struct rx r;
 
 	need_service(SVC);
-	/* A pair's first messages go through the doorbell, whole, until shm
-	 * is set up (ripc(7) NOTES): small ones first, until one did not. */
-	for (unsigned k = 0;; k++) {
-		uint64_t bell;
-		void *b[1] = { src };
-		uint32_t l[1] = { 8 };
-
-		cr_assert(k < 2000, "shm never took over from the doorbell");
-		cr_assert_eq(ripc_stats(&st, sizeof(st)), RIPC_OK);
-		bell = st.bell_msgs_sent;
-		send_receive_one(SVC, b, l);
-		cr_assert_eq(ripc_stats(&st, sizeof(st)), RIPC_OK);
-		if (st.bell_msgs_sent == bell)
-			break;
-		usleep(1000);
-	}
+	shm_past_doorbell(SVC, &st);
 	cr_assert_eq(st.frag_msgs_sent + st.frag_msgs_recv, 0);
 	/* All queued first, then received: trains back to back. */
 	for (unsigned i = 0; i < n; i++) {
@@ -585,6 +591,71 @@ Test(core, short_not_in_fragments_when_off)
 {
 	setenv("RIPC_FRAG_MAX", "0", 1);
 	frag_sizes(false);
+}
+
+/* Trains are sent straight from the caller's items (txq.c): items of odd
+ * sizes, whose padding the train must fill, and more trains than shm's
+ * queue holds, so that some stall part-way and their rest follows from a
+ * slot (no progress thread takes them meanwhile), and items that the
+ * caller overwrites as soon as each send returns. */
+enum { TRAIN_ITEMS = 3 };
+
+/* Message i's item sizes: 4 KiB to 16 KiB in all, odd ones included. */
+static void train_sizes(unsigned i, uint32_t l[TRAIN_ITEMS])
+{
+	l[0] = 1 + i % 7;
+	l[1] = 4093 + i % 13;
+	l[2] = 3001 + i * 17 % 9000;
+}
+
+Test(core, trains_from_items_stall_and_arrive_whole)
+{
+	enum { MSGS = 600, ITEMS = TRAIN_ITEMS };
+	static uint8_t src[ITEMS][RIPC_SHORT_MAX / ITEMS];
+	struct ripc_stats st;
+	uint64_t retries;
+	struct rx r;
+
+	/* Nothing takes the trains off shm's queue while we send. */
+	setenv("RIPC_PROGRESS", "manual", 1);
+	need_service(SVC);
+	shm_past_doorbell(SVC, &st);
+	retries = st.send_retries;
+	for (unsigned i = 0; i < MSGS; i++) {
+		void *b[ITEMS] = { src[0], src[1], src[2] };
+		uint32_t l[ITEMS];
+
+		train_sizes(i, l);
+		for (unsigned k = 0; k < ITEMS; k++)
+			fill(src[k], l[k], i * ITEMS + k);
+		cr_assert_eq(ripc_send_short(SVC, SVC, b, l, ITEMS, NULL, NULL,
+					     0),
+			     RIPC_OK, "message %u: %s", i,
+			     ripc_strerror(ripc_last_error()));
+	}
+	for (unsigned k = 0; k < ITEMS; k++)
+		memset(src[k], 0xee, sizeof(src[k]));
+	for (unsigned i = 0; i < MSGS; i++) {
+		uint32_t l[ITEMS];
+
+		train_sizes(i, l);
+		receive(SVC, &r);
+		cr_assert_eq(r.err, RIPC_OK, "%s", ripc_strerror(r.err));
+		cr_assert_eq(r.nshort, ITEMS);
+		for (unsigned k = 0; k < ITEMS; k++) {
+			cr_assert_eq(r.ssizes[k], l[k], "message %u item %u", i,
+				     k);
+			cr_assert(check_fill(r.sitems[k], l[k], i * ITEMS + k),
+				  "message %u item %u: contents differ", i, k);
+		}
+		release(&r, false);
+	}
+	cr_assert_eq(ripc_stats(&st, sizeof(st)), RIPC_OK);
+	cr_assert_eq(st.frag_msgs_recv, MSGS, "%llu trains",
+		     (unsigned long long)st.frag_msgs_recv);
+	cr_assert(st.send_retries > retries, "no train stalled");
+	cr_assert_eq(st.drops_malformed + st.drops_stale + st.drops_queue_full,
+		     0);
 }
 
 Test(core, short_order_and_empty_queue)

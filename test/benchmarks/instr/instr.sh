@@ -19,7 +19,8 @@
 # ring its doorbell).  Another load on the machine makes the measured side
 # spin more.  Needs valgrind and python3; BUILD_DIR (default build-bench)
 # must hold the built benchmarks (another commit's build: the same tool,
-# before and after).
+# before and after).  KEEP=1 keeps the callgrind files (their directory
+# is named on stderr) for callgrind_annotate --tree=caller.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/pids.sh"
@@ -64,7 +65,7 @@ cleanup() {
 	# Only those still ours: a pid that ended may be anybody's by now
 	# (test/scripts/pids.sh).
 	pid_kill_children TERM "${pids[@]}"
-	rm -rf "$work"
+	[ -n "${KEEP:-}" ] && echo "kept $work" >&2 || rm -rf "$work"
 }
 trap cleanup EXIT
 export FI_TCP_IFACE=lo RIPC_RESOLVER=0 RIPC_TCP_ADDR=127.0.0.1 \
