@@ -184,7 +184,8 @@ static int inject_now(struct ripc_peer *peer, const struct ripc_wire_out *m,
 
 /* A train straight from the caller's items, fragment by fragment through
  * one stack buffer: a message that all goes is never gathered into a slot
- * (at 16 KiB over shm that copy was ~0.4 us of a 3.6 us one-way time).
+ * (a copy that stays in cache: at 16 KiB the one-way time moved within the
+ * noise, perf_notes.md 12-02; it spares memory traffic, not latency).
  * Returns 0 when all went, or what the transport said with *off the bytes
  * that went (0: none, and the caller's slot path tries again, doorbell
  * included; else the rest must follow from a slot). */
