@@ -21,6 +21,12 @@ const struct ripc_env_var ripc__env_table[RIPC_ENV_COUNT] = {
 		"layout version)." },
 	[RIPC_ENV_TCP_ADDR] = { "RIPC_TCP_ADDR", "127.0.0.1",
 		"Local IP address the tcp transport binds to." },
+	[RIPC_ENV_TCP_NATIVE] = { "RIPC_TCP_NATIVE", "0",
+		"1: over libfabric 1.17, the tcp transport uses its native RDM "
+		"provider net (what 1.18 and later call tcp) instead of "
+		"tcp;ofi_rxm: faster, but it cannot talk to processes on "
+		"tcp;ofi_rxm, so every process must set the same. From "
+		"libfabric 1.18 on, always native." },
 	[RIPC_ENV_RESOLVE_TIMEOUT_MS] = { "RIPC_RESOLVE_TIMEOUT_MS", "3000",
 		"How long a send waits for an unregistered destination to appear." },
 	[RIPC_ENV_SEND_TIMEOUT_MS] = { "RIPC_SEND_TIMEOUT_MS", "5000",

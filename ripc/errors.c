@@ -79,6 +79,7 @@ int ripc__err_from_errno(int neg_errno)
 		return RIPC_EPEER;
 	case ENOSYS:
 	case EOPNOTSUPP:
+	case EPROTONOSUPPORT: /* a peer of the other tcp protocol */
 		return RIPC_ENOTSUP;
 	case EAGAIN:
 		return RIPC_EAGAIN;

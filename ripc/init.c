@@ -187,6 +187,7 @@ static int transports_open(void)
 	struct ripc_prov_opts opts = {
 		.src_addr = ripc__env_str(RIPC_ENV_TCP_ADDR),
 		.shm_checked = ripc__env_bool(RIPC_ENV_SHM_CHECKED),
+		.tcp_native = ripc__env_bool(RIPC_ENV_TCP_NATIVE),
 		.force_mr_bits = test_mr_bits(),
 	};
 	unsigned sel;

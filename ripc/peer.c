@@ -694,14 +694,12 @@ bool ripc__peer_ended(struct ripc_peer *p, uint64_t since, uint64_t now,
 {
 	uint64_t at;
 	int32_t slot1;
-	bool same_host;
 
 	if (p->dead || p->ended)
 		return true;
-	same_host = CTX->tp[p->tp].attr.same_host_only;
 	slot1 = p->reg_slot1 ? p->reg_slot1 : p->proc_slot1;
-	if ((!slot1 && !same_host) || ripc__reg_self_slot() < 0)
-		return false; /* another host's: its transport must tell */
+	if (ripc__reg_self_slot() < 0 || p->unrecorded)
+		return false; /* its transport or the timeout must tell */
 	at = since + RIPC_PEER_CHECK_NS;
 	if (at < p->check_ns)
 		at = p->check_ns;
@@ -711,15 +709,26 @@ bool ripc__peer_ended(struct ripc_peer *p, uint64_t since, uint64_t now,
 		return false;
 	}
 	if (!slot1) {
-		/* Not found alive when made.  A record of its incarnation
+		/* Not found alive when made, or a peer over tcp, which may
+		 * be of this host or not.  A record of its incarnation
 		 * whose process has ended says it ended (that is how a
-		 * message handled after its sender's death leaves us); no
-		 * record at all may be a process of another registry (the
-		 * resolver or the directory can pair those): cannot tell,
-		 * its transport or the timeout must. */
+		 * message handled after its sender's death leaves us, and
+		 * how a pull over libfabric's native tcp learns that its
+		 * sender was killed: the provider fails one read, then
+		 * answers the next with -FI_EAGAIN for ever while it cannot
+		 * connect); no record at all is a process of another host
+		 * or registry (the resolver or the directory can pair
+		 * those): cannot tell, its transport or the timeout must.
+		 * A process of this host has its record from its start, so
+		 * a peer over tcp without one is of another host and is not
+		 * looked at again. */
 		int s = ripc__reg_incarnation_slot(p->inc);
 
 		slot1 = s < 0 ? 0 : s + 1;
+		if (!slot1 && !CTX->tp[p->tp].attr.same_host_only) {
+			p->unrecorded = true;
+			return false;
+		}
 	}
 	if (!slot1 || ripc__reg_slot_live(slot1 - 1, p->inc)) {
 		p->check_gap_ns = p->check_gap_ns ? p->check_gap_ns * 2

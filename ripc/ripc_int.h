@@ -320,6 +320,7 @@ struct ripc_peer {
 	int8_t tp;
 	bool dead;               /* a sweep found its process gone */
 	bool ended;              /* ripc__peer_ended saw it gone */
+	bool unrecorded;         /* ... found no record of it: not looked at */
 	bool mapped;             /* handle is valid: av_insert done */
 	bool map_pending;        /* counted in nunmapped: the engine maps it */
 	bool ready;              /* may be sent to (ripc__peer_ready) */

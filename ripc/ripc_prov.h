@@ -91,6 +91,7 @@ struct ripc_prov_attr {
 struct ripc_prov_opts {
 	const char *src_addr;    /* tcp: local IP address to bind, or NULL */
 	bool shm_checked;        /* shm: avoid the unchecked fast RMA path */
+	bool tcp_native;         /* tcp: libfabric 1.17's net, not rxm */
 	unsigned force_mr_bits;  /* test hook: act as if these RIPC_MRF_* */
 };
 

@@ -7,7 +7,9 @@
 #      checks;
 #   2. the conformance suite (server/client pairs) over shm, tcp and verbs
 #      (verbs reports Notrun where no RDMA device exists), and again over
-#      shm and tcp with verbs' memory-registration rules emulated; the
+#      shm and tcp with verbs' memory-registration rules emulated, and
+#      over tcp on libfabric 1.17's native provider (RIPC_TCP_NATIVE=1,
+#      also its faults and lifecycle cases); the
 #      providers run at the same time (runripctests.sh -j), here and in
 #      the sanitizer and valgrind passes;
 #   2b. fault scenarios: restart, move, dead peers (test/scripts/faults.sh);
@@ -95,21 +97,28 @@ run_suite build default shm tcp verbs
 # local buffer registered and described, keys chosen by the provider, 32
 # bits) over shm and tcp instead.
 RIPC_TEST_MR_BITS=local,prov_key,key32 run_suite build verbs-mr shm tcp
+# tcp over libfabric 1.17's native RDM provider, net (RIPC_TCP_NATIVE=1;
+# what tcp is from libfabric 1.18 on): another wait and other faults.
+RIPC_TCP_NATIVE=1 run_suite build tcp-native tcp
 
 # Services that crash, restart and move; peers that die mid-transfer
 # (network namespaces as hosts where they can be created).
-run_faults() { # <builddir> <label>
-	local out=$log/$2.faults p f
+run_faults() { # <builddir> <label> [scenario...]
+	local out=$log/$2.faults p f b=$1 label=$2
+	shift 2
 	# A failure's line and the indented lines of its process's stderr.
-	test/scripts/faults.sh -b "$1/test/functional" 2>/dev/null | tee "$out" |
+	test/scripts/faults.sh -b "$b/test/functional" "$@" 2>/dev/null | tee "$out" |
 		awk '/ (Fail|Notrun) /{show=1; print; next}
 		     /^    /{if (show) print; next} {show=0}'
 	p=$(tail -n 1 "$out" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p')
 	f=$(tail -n 1 "$out" | sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p')
 	[ -z "$p" ] && { p=0; f=1; }
-	tally "$2: faults" "$p" "$f"
+	tally "$label: faults" "$p" "$f"
 }
 run_faults build default
+# Over net, a killed peer's connection is refused for ever, not failed:
+# restart and move, a peer killed mid-transfer.
+RIPC_TCP_NATIVE=1 run_faults build tcp-native tcp longfault-tcp
 
 # The output of a script that ends with "N passed, N failed": show its
 # failures and set p and f (no such last line: its tail, one failure).
@@ -171,6 +180,11 @@ run_counted "lifecycle without CMA (seccomp, shm,tcp, 3 runs a case)" \
 run_counted "lifecycle finalize, FI_SHM_DISABLE_CMA=1 (shm,tcp, 5 runs)" \
 	env FI_SHM_DISABLE_CMA=1 RIPC_RESOLVER_PORT=$((${RIPC_RESOLVER_PORT:-47473} + 2)) \
 	test/scripts/lifecycle.sh -b build/test/functional -n 5 -c finalize shm,tcp
+# Every case over tcp on libfabric 1.17's net (RIPC_TCP_NATIVE=1): its own
+# wait set (ripc(7) TRANSPORTS) under finalize, signals and stopped peers.
+run_counted "lifecycle tcp native (net, 5 runs a case)" \
+	env RIPC_TCP_NATIVE=1 RIPC_RESOLVER_PORT=$((${RIPC_RESOLVER_PORT:-47473} + 3)) \
+	test/scripts/lifecycle.sh -b build/test/functional -n 5 tcp
 
 # Client churn (issue 12): 2,000 client processes one after another, then
 # 300 alive at once (more than shm's 256 peers), against one service;
@@ -285,6 +299,7 @@ if [ "${RIPC_TEST_QUICK:-0}" != 1 ]; then
 	export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$top/test/lsan.supp:print_suppressions=0}
 	run_make_check build-asan asan
 	run_suite build-asan asan shm tcp
+	RIPC_TCP_NATIVE=1 run_suite build-asan asan-tcp-native tcp
 	run_counted "asan: lifecycle (shm tcp, 5 runs a case)" \
 		test/scripts/lifecycle.sh -b build-asan/test/functional -n 5 \
 		shm tcp
@@ -308,6 +323,10 @@ if [ "${RIPC_TEST_QUICK:-0}" != 1 ]; then
 			test/scripts/lifecycle.sh -b build-tsan/test/functional \
 			-n 5 -c finalize,sigterm,sigint,stopserver,stopclient,sendexit \
 			shm tcp
+		LC_SLOW=3 run_counted "tsan: lifecycle tcp native (net, 3 runs a case)" \
+			env RIPC_TCP_NATIVE=1 test/scripts/lifecycle.sh \
+			-b build-tsan/test/functional -n 3 \
+			-c finalize,sigterm,sigint,stopserver,stopclient,sendexit tcp
 		echo "$total_pass $total_fail" >"$log/tsan.totals"
 	)
 	read -r total_pass total_fail <"$log/tsan.totals"

@@ -108,6 +108,7 @@ static void probe_transports(void)
 	struct ripc_prov_opts opts = {
 		.src_addr = ripc__env_str(RIPC_ENV_TCP_ADDR),
 		.shm_checked = ripc__env_bool(RIPC_ENV_SHM_CHECKED),
+		.tcp_native = ripc__env_bool(RIPC_ENV_TCP_NATIVE),
 		.force_mr_bits = test_mr_bits(),
 	};
 

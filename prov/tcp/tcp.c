@@ -1,9 +1,10 @@
 /*
  * tcp transport: libfabric RDM over TCP.  Before 1.18 that is the rxm
- * utility provider layered over the tcp MSG provider ("tcp;ofi_rxm"); from
- * 1.18 on the tcp provider has native RDM (the former "net" provider).
- * The two wire protocols are not compatible (ref §0), so peers must run
- * libfabric versions on the same side of 1.18.
+ * utility provider layered over the tcp MSG provider ("tcp;ofi_rxm"), or
+ * with RIPC_TCP_NATIVE=1 1.17's native RDM provider "net"; from 1.18 on
+ * the tcp provider has native RDM (the former "net" provider).  The two
+ * wire protocols are not compatible (ref §0): the native one's addresses
+ * carry a tag (ofi.h, native_*) so that the two kinds refuse each other.
  */
 #include <rdma/fabric.h>
 
@@ -62,6 +63,7 @@ const struct ripc_ofi_row ripc__tcp_row = {
 	.bind_src_addr = true,
 	.same_host_only = false,
 	.wait_fd = true,
+	.native_current = true,
 	/* rxm/tcp progress reads sockets on every CQ poll (~1-3 us). */
 	.costly_poll = true,
 	/* A big item pulled as reads of 512 KiB in flight together, not as
@@ -77,10 +79,41 @@ const struct ripc_ofi_row ripc__tcp_row = {
 	.env_defaults = tcp_env,
 };
 
+/* libfabric 1.17's native RDM over TCP, "net" (RIPC_TCP_NATIVE=1; from
+ * 1.18 on both rows open the same provider, "tcp").  No rxm layer: its
+ * CQ's wait fd costs nothing per message, where rxm's nested epoll_wait
+ * is the whole of libripc's gap above raw tcp;ofi_rxm (one-way 8 B 4.76
+ * against 6.21 us, perf_notes.md 12-02).  It does not speak rxm's
+ * protocol, so it is a setting every process of an application shares,
+ * not a silent default.  Everything else as above: the same wait fd,
+ * costs and read chunking, since its sockets are the same. */
+static const struct ripc_ofi_row ripc__tcp_native_row = {
+	.name = "tcp",
+	.prov_legacy = "net",
+	.prov_current = "tcp",
+	.mr_mode_offer = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+			 FI_MR_PROV_KEY | FI_MR_ENDPOINT,
+	.bind_src_addr = true,
+	.same_host_only = false,
+	.wait_fd = true,
+	.trywait_keeps_signal = true,
+	.native_legacy = true,
+	.native_current = true,
+	.costly_poll = true,
+	.rma_chunk = 512 << 10,
+	.unchecked_fast_rma = false,
+	/* No env_defaults: with the manual progress libripc asks for, net
+	 * starts no thread of its own (a server over it ran two threads,
+	 * its main one and libripc's progress thread, with and without
+	 * FI_NET_DISABLE_AUTO_PROGRESS=1). */
+};
+
 static int tcp_open(const struct ripc_prov_opts *opts, struct ripc_prov **out,
 		    struct ripc_prov_attr *attr)
 {
-	return ripc__ofi_open(&ripc__tcp_row, opts, out, attr);
+	return ripc__ofi_open(opts->tcp_native ? &ripc__tcp_native_row
+					       : &ripc__tcp_row,
+			      opts, out, attr);
 }
 
 const struct ripc_prov_ops ripc__prov_tcp_ops = RIPC_OFI_OPS(tcp_open);

@@ -32,10 +32,16 @@ struct ripc_prov {
 	struct fid_ep *ep;
 	struct fid_av *av;
 	struct fid_cq *cq;
+	struct fid_wait *waitset; /* row->trywait_keeps_signal, else NULL */
 	uint64_t mr_mode;     /* what the provider requires */
 	unsigned force;       /* RIPC_MRF_* test emulation */
 	bool emulate_prov_key;
+	bool native;          /* row->native_legacy / _current applies */
 };
+
+/* The end of a native RDM-over-TCP process's address (ofi.h, native_*):
+ * four bytes that no sockaddr ends with (sockaddr_in ends in zeros). */
+static const char native_tag[4] = { 'N', 'T', 'V', '1' };
 
 /* libfabric returns negative FI_E* codes; the standard ones equal errno
  * values, the fabric-specific ones are mapped here. */
@@ -69,6 +75,8 @@ static void ofi_close_all(struct ripc_prov *p)
 		fi_close(&p->av->fid);
 	if (p->cq)
 		fi_close(&p->cq->fid);
+	if (p->waitset)
+		fi_close(&p->waitset->fid);
 	if (p->domain)
 		fi_close(&p->domain->fid);
 	if (p->fabric)
@@ -183,6 +191,8 @@ int ripc__ofi_open(const struct ripc_ofi_row *row,
 		return ret == -FI_ENODATA ? -ENODEV : ofi_errno(ret);
 	}
 	p->mr_mode = p->info->domain_attr->mr_mode;
+	p->native = fi_version() >= FI_VERSION(1, 18) ? row->native_current
+						      : row->native_legacy;
 
 	if ((ret = fi_fabric(p->info->fabric_attr, &p->fabric, NULL)) ||
 	    (ret = fi_domain(p->fabric, p->info, &p->domain, NULL)) ||
@@ -192,6 +202,14 @@ int ripc__ofi_open(const struct ripc_ofi_row *row,
 	cq_attr.format = FI_CQ_FORMAT_MSG;
 	cq_attr.size = p->info->tx_attr->size + p->info->rx_attr->size;
 	cq_attr.wait_obj = row->wait_fd ? FI_WAIT_FD : FI_WAIT_NONE;
+	if (row->wait_fd && row->trywait_keeps_signal) {
+		struct fi_wait_attr wait_attr = { .wait_obj = FI_WAIT_FD };
+
+		if ((ret = fi_wait_open(p->fabric, &wait_attr, &p->waitset)))
+			goto fail;
+		cq_attr.wait_obj = FI_WAIT_SET;
+		cq_attr.wait_set = p->waitset;
+	}
 	if ((ret = fi_cq_open(p->domain, &cq_attr, &p->cq, NULL)) ||
 	    (ret = fi_ep_bind(p->ep, &p->av->fid, 0)) ||
 	    (ret = fi_ep_bind(p->ep, &p->cq->fid, FI_TRANSMIT | FI_RECV)) ||
@@ -230,7 +248,8 @@ int ripc__ofi_open(const struct ripc_ofi_row *row,
 	if (row->wait_fd) {
 		int fd;
 
-		if (fi_control(&p->cq->fid, FI_GETWAIT, &fd) == 0)
+		if (fi_control(p->waitset ? &p->waitset->fid : &p->cq->fid,
+			       FI_GETWAIT, &fd) == 0)
 			attr->wait_fd = fd;
 	}
 	*out = p;
@@ -244,12 +263,29 @@ fail:
 
 int ripc__ofi_getname(struct ripc_prov *p, void *addr, size_t *len)
 {
+	size_t tag = p->native ? sizeof(native_tag) : 0;
 	size_t room = *len;
-	int ret = fi_getname(&p->ep->fid, addr, len);
+	int ret;
 
-	if (ret == -FI_ETOOSMALL || *len > room)
+	if (room < tag)
 		return -ENOSPC;
-	return ofi_errno(ret);
+	*len = room - tag;
+	ret = fi_getname(&p->ep->fid, addr, len);
+	if (ret == -FI_ETOOSMALL || *len > room - tag)
+		return -ENOSPC;
+	if (ret)
+		return ofi_errno(ret);
+	memcpy((char *)addr + *len, native_tag, tag);
+	*len += tag;
+	return 0;
+}
+
+/* Does the address carry the native tag (ripc__ofi_getname)? */
+static bool has_native_tag(const void *addr, size_t len)
+{
+	return len > sizeof(native_tag) &&
+	       !memcmp((const char *)addr + len - sizeof(native_tag),
+		       native_tag, sizeof(native_tag));
 }
 
 /* For a row with a region_prefix: does the region file the address
@@ -284,6 +320,20 @@ int ripc__ofi_av_insert(struct ripc_prov *p, const void *addr, size_t len,
 	 * node, where inserting every late peer left one for each. */
 	if (p->row->region_prefix && !region_present(p->row, addr, len))
 		return -ESRCH;
+	/* A peer of the other TCP protocol: neither could reach the other
+	 * (a message may even get through one way, its answer never). */
+	if (p->native != has_native_tag(addr, len)) {
+		ripc__log_rl(RIPC_LOG_WARN,
+			     "%s: a peer uses %s, this process %s: they cannot "
+			     "talk (RIPC_TCP_NATIVE must be the same in "
+			     "every process, see ripc(7) TRANSPORTS)",
+			     p->row->name,
+			     p->native ? "tcp;ofi_rxm" : "libfabric's native tcp",
+			     p->native ? "libfabric's native tcp" : "tcp;ofi_rxm");
+		return -EPROTONOSUPPORT;
+	}
+	if (p->native)
+		len -= sizeof(native_tag);
 	/* Otherwise the provider knows its address format's length. */
 	ret = fi_av_insert(p->av, addr, 1, &fa, 0, NULL);
 	if (ret != 1 || fa == FI_ADDR_NOTAVAIL)
@@ -430,6 +480,11 @@ bool ripc__ofi_trywait(struct ripc_prov *p)
 {
 	struct fid *f = &p->cq->fid;
 
+	/* With no timeout, fi_wait resets the set's signal, runs the CQ's
+	 * progress and reports whether it holds completions: 0 if it does,
+	 * -FI_ETIMEDOUT if the fd may be slept on. */
+	if (p->waitset)
+		return fi_wait(p->waitset, 0) == -FI_ETIMEDOUT;
 	return fi_trywait(p->fabric, &f, 1) == FI_SUCCESS;
 }
 

@@ -18,6 +18,21 @@ struct ripc_ofi_row {
 	bool bind_src_addr;        /* bind to opts->src_addr (IP transports) */
 	bool same_host_only;
 	bool wait_fd;              /* CQ supports FI_WAIT_FD */
+	/* fi_trywait does not reset the CQ's wait object: libfabric 1.17's
+	 * net returns success without reading the byte a completion wrote
+	 * into the wait's signal socketpair, so its fd stays readable and a
+	 * thread that sleeps on it never does (perf_notes.md 12-02).  The
+	 * CQ then gets a wait set of our own, and trywait is fi_wait on it
+	 * with no timeout, which does reset the signal (util_wait_fd_try). */
+	bool trywait_keeps_signal;
+	/* The provider opened speaks libfabric's native RDM protocol over
+	 * TCP (1.17's net; tcp from 1.18 on), with this libfabric and the
+	 * other: its addresses are plain sockaddrs like those of
+	 * tcp;ofi_rxm, whose protocol it does not speak (fi_net(7)).  Our
+	 * addresses then end in a tag (ripc__ofi_getname), so that a
+	 * process of one kind refuses the other's address with a clear
+	 * error instead of sending into silence. */
+	bool native_legacy, native_current;
 	bool costly_poll;          /* polling the CQ costs syscalls */
 	bool frag_injects;         /* see struct ripc_prov_attr */
 	size_t rma_chunk;          /* see struct ripc_prov_attr */

@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "env.h"
 #include "registry.h"
 #include "ripc_prov.h"
 #include "wire.h"
@@ -615,7 +616,12 @@ static void frag_expect(const uint64_t want[2], const char *what)
 static int client(void)
 {
 	struct ripc_reg_proc_info self = { 0 }, v;
-	struct ripc_prov_opts opts = { .src_addr = "127.0.0.1" };
+	/* The victim's tcp protocol (RIPC_TCP_NATIVE), or we could not
+	 * reach it. */
+	struct ripc_prov_opts opts = {
+		.src_addr = "127.0.0.1",
+		.tcp_native = ripc__env_bool(RIPC_ENV_TCP_NATIVE),
+	};
 	struct ripc_stats st0, st;
 	struct ripc_wire_in in;
 	int tp = -1, r;

@@ -13,7 +13,9 @@
 #   receiver to sit idle in its receive), pidreuse (a killed shm process's pid given to a
 #   new service: it must open shm and be reached), pidreuse-client (a
 #   killed client's pid given to a new client of the same service: it must
-#   be answered).  Default: all.
+#   be answered), tcp-mismatch (a service and a client on the two tcp
+#   protocols, RIPC_TCP_NATIVE=1 and 0: every send fails at once with
+#   RIPC_ENOTSUP, and says why).  Default: all.
 #   -m: measure instead of test: 20 restarts over tcp and shm (time from
 #   registration to the first delivered message) and the resolver's query
 #   latency between namespaces, as benchmark lines.
@@ -36,7 +38,7 @@ while getopts "b:mh" o; do
 	esac
 done
 shift $((OPTIND - 1))
-scenarios=${*:-netns tcp shm longfault-tcp longfault-shm pidreuse pidreuse-client}
+scenarios=${*:-netns tcp shm longfault-tcp longfault-shm pidreuse pidreuse-client tcp-mismatch}
 prog=$bindir/ripc_failover
 lf=$bindir/ripc_longfault
 tmp=$(mktemp -d /tmp/ripcfault.XXXXXX)
@@ -206,6 +208,37 @@ scenario() { # scenario <name> <hostA> <hostB> <hostC>
 		if (d > mx) mx = d; if (!mn || d < mn) mn = d }
 		END { printf "%d sends, each failed with RIPC_ENOSERVICE after %.0f-%.0f ms (timeout 500)", n, mn, mx; exit (bad > 0 || n == 0) }' "$d/ghost.log")
 	result "$name unknown ID times out" $? "$detail"
+}
+
+# ---- tcp protocols that cannot talk ------------------------------------
+# A service on libfabric 1.17's native tcp (RIPC_TCP_NATIVE=1) and a
+# client on tcp;ofi_rxm, and the other way round: every request must fail
+# at once with RIPC_ENOTSUP (17), not run into the send timeout, and the
+# process that meets the other's address says why.  Without the check a
+# first message got through one way and its answer timed out.
+tcp_mismatch() {
+	local d=$tmp/mismatch sv cl s c detail rc
+	mkdir -p "$d"
+	for sv in 1 0; do
+		cl=$((1 - sv))
+		host_env=(RIPC_PROVIDER=tcp RIPC_REGISTRY=$tmp/reg.mm$sv RIPC_RESOLVER=0 FI_TCP_IFACE=lo)
+		run_on - "$d/svc.$sv.log" env RIPC_TCP_NATIVE=$sv "$prog" service 4711 S; s=$last
+		wait_for "$d/svc.$sv.log" REG 10
+		run_on - "$d/cli.$sv.log" env RIPC_TCP_NATIVE=$cl RIPC_SEND_TIMEOUT_MS=2000 \
+			"$prog" client 4711 500 50; c=$last
+		stop "$c" 30
+		kill -TERM "$s"; stop "$s" 10
+		detail=$(awk -v sv="$sv" '$1 == "REQ" { n++; d = ($4 - $3) / 1e6
+			if ($5 != "send:17" || d >= 2000) bad++; if (d > mx) mx = d }
+			END { printf "service native=%d, client native=%d: %d requests, each failed with RIPC_ENOTSUP within %.1f ms", sv, 1 - sv, n, mx
+			      exit (bad > 0 || n == 0) }' "$d/cli.$sv.log")
+		rc=$?
+		if [ $rc -eq 0 ] && ! grep -q "RIPC_TCP_NATIVE must be the same" "$d/cli.$sv.log.err"; then
+			rc=1; detail="$detail; the client did not say why"
+		fi
+		result "tcp-mismatch (service native=$sv)" "$rc" "$detail"
+		[ "$rc" -ne 0 ] && tail -n 5 "$d/cli.$sv.log" "$d/cli.$sv.log.err" | sed 's/^/    /'
+	done
 }
 
 # ---- measurement ---------------------------------------------------------
@@ -414,6 +447,7 @@ for s in $scenarios; do
 	longfault-shm) longfault shm ;;
 	pidreuse) pidreuse ;;
 	pidreuse-client) pidreuse_client ;;
+	tcp-mismatch) tcp_mismatch ;;
 	*) echo "unknown scenario $s"; fail=$((fail + 1)) ;;
 	esac
 done

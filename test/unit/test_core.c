@@ -1753,3 +1753,72 @@ Test(core, shm_insert_of_a_closed_endpoint)
 	cr_assert_eq(closed, -ESRCH, "insert of a closed endpoint: %d",
 		     closed);
 }
+
+/* The two protocols over tcp (RIPC_TCP_NATIVE): each refuses the other's
+ * address (a clear RIPC_ENOTSUP instead of a first message that got
+ * through and an answer that timed out), and over libfabric 1.17's net a
+ * transport that has had a completion and says it may sleep has a wait fd
+ * that is quiet: net's fi_trywait left its wait object's signal set, and
+ * a progress thread that slept on that fd spun at 98 % of a CPU. */
+Test(core, tcp_native_refuses_rxm_and_sleeps)
+{
+	const struct ripc_prov_ops *ops = ripc__prov_table[RIPC_PROV_TCP];
+	struct ripc_prov_opts rxm = { .src_addr = "127.0.0.1" };
+	struct ripc_prov_opts native = rxm;
+	struct ripc_prov_attr attr[3];
+	struct ripc_prov *p[3]; /* native A, native B, rxm R */
+	uint8_t addr[3][RIPC_ADDR_MAX];
+	size_t len[3];
+	uint64_t h = 0, b_at_a = 0;
+	char rbuf[64], ctx;
+	struct ripc_cqe cqe[4];
+	bool got = false, quiet = false;
+	int r;
+
+	native.tcp_native = true;
+	for (int i = 0; i < 3; i++) {
+		r = ops->open(i < 2 ? &native : &rxm, &p[i], &attr[i]);
+		if (r == -ENODEV)
+			cr_skip_test("libfabric tcp or net is not usable here");
+		cr_assert_eq(r, 0, "open tcp %d: %d", i, r);
+		len[i] = sizeof(addr[i]);
+		cr_assert_eq(ops->getname(p[i], addr[i], &len[i]), 0);
+	}
+	cr_assert(len[0] > 4 && !memcmp(addr[0] + len[0] - 4, "NTV1", 4),
+		  "a native address carries its tag");
+	cr_assert(len[2] < 4 || memcmp(addr[2] + len[2] - 4, "NTV1", 4));
+	cr_assert_eq(ops->av_insert(p[2], addr[0], len[0], &h),
+		     -EPROTONOSUPPORT, "rxm refuses a native address");
+	cr_assert_eq(ops->av_insert(p[0], addr[2], len[2], &h),
+		     -EPROTONOSUPPORT, "native refuses an rxm address");
+	cr_assert_eq(ripc__err_from_errno(-EPROTONOSUPPORT), RIPC_ENOTSUP);
+	cr_assert_eq(ops->av_insert(p[0], addr[1], len[1], &b_at_a), 0);
+
+	/* A message from A to B. */
+	cr_assert_eq(ops->post_recv(p[1], rbuf, sizeof(rbuf), NULL, &ctx), 0);
+	for (int i = 0; i < 5000 && !got; i++) {
+		if (i == 0 || r == -EAGAIN)
+			r = ops->inject(p[0], b_at_a, "hello", 6);
+		cr_assert(r == 0 || r == -EAGAIN, "inject: %d", r);
+		ops->poll(p[0], cqe, 4);
+		for (int n = ops->poll(p[1], cqe, 4), k = 0; k < n; k++)
+			got |= cqe[k].ctx == &ctx && cqe[k].err == 0;
+		if (!got)
+			usleep(1000);
+	}
+	cr_assert(got && !strcmp(rbuf, "hello"), "B received");
+
+	/* B, idle now: once it may sleep, its wait fd is quiet. */
+	cr_assert_geq(attr[1].wait_fd, 0);
+	for (int i = 0; i < 100 && !quiet; i++) {
+		ops->poll(p[1], cqe, 4);
+		if (ops->trywait(p[1]))
+			quiet = poll(&(struct pollfd){ .fd = attr[1].wait_fd,
+						       .events = POLLIN },
+				     1, 0) == 0;
+	}
+	for (int i = 0; i < 3; i++)
+		ops->close(p[i]);
+	cr_assert(quiet, "the wait fd stayed readable after trywait said "
+			 "it may be slept on");
+}

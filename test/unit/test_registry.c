@@ -1342,9 +1342,10 @@ Test(registry, slot_live_reclaims_dead)
 /* A pull from, or a long send to, a process of this host that has ended
  * ends then, not at its timeout (ripc__peer_ended): looked at once the
  * transfer has waited RIPC_PEER_CHECK_NS, then at doubling gaps; a
- * stopped process is alive, a zombie has ended, another host's peer is
- * never looked at; a same-host peer made after its process ended has
- * ended, one without any record cannot be told.  It is not handed to
+ * stopped process is alive, a zombie has ended, another host's peer
+ * (over tcp, no record) is looked at once; a peer made after its process
+ * ended has ended, over shm or tcp; over shm one without any record
+ * cannot be told.  It is not handed to
  * the sweep early (docs/FAULTS.md). */
 Test(registry, transfer_peer_ended)
 {
@@ -1414,6 +1415,26 @@ Test(registry, transfer_peer_ended)
 	gone.inc = child_inc(&b);
 	next = UINT64_MAX;
 	cr_assert(ripc__peer_ended(&gone, since, since + C, &next));
+	/* The same over tcp: a peer of this host by its record (a pull
+	 * over libfabric's net from a killed sender: the provider refuses
+	 * the reads for ever instead of failing them). */
+	cr_assert_eq(spawn(&b, OP_ATTACH, 0, false), 0);
+	child_kill(&b);
+	memset(&gone, 0, sizeof(gone));
+	gone.tp = RIPC_PROV_TCP;
+	gone.inc = child_inc(&b);
+	next = UINT64_MAX;
+	cr_assert(ripc__peer_ended(&gone, since, since + C, &next),
+		  "a tcp peer of this host whose process ended");
+	/* Over tcp without a record: another host's, not looked at again. */
+	memset(&gone, 0, sizeof(gone));
+	gone.tp = RIPC_PROV_TCP;
+	gone.inc = 0x4242;
+	next = UINT64_MAX;
+	cr_assert(!ripc__peer_ended(&gone, since, since + C, &next));
+	cr_assert(gone.unrecorded && next == UINT64_MAX);
+	cr_assert(!ripc__peer_ended(&gone, since, since + 100 * C, &next));
+	cr_assert_eq(next, UINT64_MAX, "not looked at again");
 	/* No record at all (reclaimed, or another registry's process):
 	 * cannot tell, looked at again later. */
 	memset(&gone, 0, sizeof(gone));
