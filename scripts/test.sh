@@ -7,9 +7,9 @@
 #      checks;
 #   2. the conformance suite (server/client pairs) over shm, tcp and verbs
 #      (verbs reports Notrun where no RDMA device exists), and again over
-#      shm and tcp with verbs' memory-registration rules emulated, and
-#      over tcp on libfabric 1.17's native provider (RIPC_TCP_NATIVE=1,
-#      also its faults and lifecycle cases); the
+#      shm and tcp with verbs' memory-registration rules emulated; tcp
+#      also over libfabric 1.17's native provider (RIPC_TCP_NATIVE=1,
+#      "tcp-native", and its faults and lifecycle cases); the
 #      providers run at the same time (runripctests.sh -j), here and in
 #      the sanitizer and valgrind passes;
 #   2b. fault scenarios: restart, move, dead peers (test/scripts/faults.sh);
@@ -92,14 +92,14 @@ run_suite() { # <builddir> <label> <providers...>
 }
 
 run_make_check build default
-run_suite build default shm tcp verbs
+# tcp-native: tcp over libfabric 1.17's native provider, net
+# (RIPC_TCP_NATIVE=1; what tcp is from libfabric 1.18 on): another wait
+# and other faults (runripctests.sh).
+run_suite build default shm tcp tcp-native verbs
 # verbs cannot run here: exercise its memory-registration rules (every
 # local buffer registered and described, keys chosen by the provider, 32
 # bits) over shm and tcp instead.
 RIPC_TEST_MR_BITS=local,prov_key,key32 run_suite build verbs-mr shm tcp
-# tcp over libfabric 1.17's native RDM provider, net (RIPC_TCP_NATIVE=1;
-# what tcp is from libfabric 1.18 on): another wait and other faults.
-RIPC_TCP_NATIVE=1 run_suite build tcp-native tcp
 
 # Services that crash, restart and move; peers that die mid-transfer
 # (network namespaces as hosts where they can be created).
@@ -182,9 +182,9 @@ run_counted "lifecycle finalize, FI_SHM_DISABLE_CMA=1 (shm,tcp, 5 runs)" \
 	test/scripts/lifecycle.sh -b build/test/functional -n 5 -c finalize shm,tcp
 # Every case over tcp on libfabric 1.17's net (RIPC_TCP_NATIVE=1): its own
 # wait set (ripc(7) TRANSPORTS) under finalize, signals and stopped peers.
-run_counted "lifecycle tcp native (net, 5 runs a case)" \
+run_counted "lifecycle tcp native (net, 3 runs a case)" \
 	env RIPC_TCP_NATIVE=1 RIPC_RESOLVER_PORT=$((${RIPC_RESOLVER_PORT:-47473} + 3)) \
-	test/scripts/lifecycle.sh -b build/test/functional -n 5 tcp
+	test/scripts/lifecycle.sh -b build/test/functional -n 3 tcp
 
 # Client churn (issue 12): 2,000 client processes one after another, then
 # 300 alive at once (more than shm's 256 peers), against one service;
@@ -298,8 +298,9 @@ if [ "${RIPC_TEST_QUICK:-0}" != 1 ]; then
 	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 	export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$top/test/lsan.supp:print_suppressions=0}
 	run_make_check build-asan asan
-	run_suite build-asan asan shm tcp
-	RIPC_TCP_NATIVE=1 run_suite build-asan asan-tcp-native tcp
+	# net leaks by itself (test/lsan-net.supp says what and why).
+	RIPC_TEST_NATIVE_LSAN=suppressions=$top/test/lsan-net.supp:print_suppressions=0 \
+		run_suite build-asan asan shm tcp tcp-native
 	run_counted "asan: lifecycle (shm tcp, 5 runs a case)" \
 		test/scripts/lifecycle.sh -b build-asan/test/functional -n 5 \
 		shm tcp
@@ -323,9 +324,9 @@ if [ "${RIPC_TEST_QUICK:-0}" != 1 ]; then
 			test/scripts/lifecycle.sh -b build-tsan/test/functional \
 			-n 5 -c finalize,sigterm,sigint,stopserver,stopclient,sendexit \
 			shm tcp
-		LC_SLOW=3 run_counted "tsan: lifecycle tcp native (net, 3 runs a case)" \
+		LC_SLOW=3 run_counted "tsan: lifecycle tcp native (net, 2 runs a case)" \
 			env RIPC_TCP_NATIVE=1 test/scripts/lifecycle.sh \
-			-b build-tsan/test/functional -n 3 \
+			-b build-tsan/test/functional -n 2 \
 			-c finalize,sigterm,sigint,stopserver,stopclient,sendexit tcp
 		echo "$total_pass $total_fail" >"$log/tsan.totals"
 	)

@@ -4,7 +4,10 @@
 # Usage: runripctests.sh [-b bindir] [-T seconds] [-e regex] [-w wrapper] [-v]
 #                        [-j] [provider ...]
 #   providers default to "shm tcp verbs"; a provider absent here reports
-#   Notrun (exit 77), not Pass.
+#   Notrun (exit 77), not Pass.  tcp-native is tcp over libfabric 1.17's
+#   native provider, net (both processes with RIPC_TCP_NATIVE=1, and with
+#   LSAN_OPTIONS=$RIPC_TEST_NATIVE_LSAN when that is set: net leaks by
+#   itself, test/lsan-net.supp).
 #   -w "cmd args" prefixes every program the runner starts (word-split),
 #   e.g. a valgrind command line (test/scripts/valgrind-suite.sh).
 #   -j runs each provider's tests at the same time as the others' (one
@@ -172,7 +175,13 @@ trap 'exit 143' TERM
 run_one() {
 	local prov=$1 name=$2 args=$3
 	local label="$name ${args:+$args }-p $prov"
-	local tmp spid cpid src crc id t0 status
+	local tmp spid cpid src crc id t0 status p=$prov penv=()
+
+	if [ "$prov" = tcp-native ]; then
+		p=tcp penv=(RIPC_TCP_NATIVE=1)
+		[ -n "${RIPC_TEST_NATIVE_LSAN:-}" ] &&
+			penv+=("LSAN_OPTIONS=$RIPC_TEST_NATIVE_LSAN")
+	fi
 
 	if [[ $label =~ $exclude ]] && [ "$exclude" != '^$' ]; then
 		printf '%-52s %s\n' "$label:" Excluded
@@ -187,8 +196,8 @@ run_one() {
 	t0=$(now_ms)
 	# shellcheck disable=SC2086
 	export RIPC_TEST_DIR=$tmp
-	RIPC_REGISTRY=$tmp/registry $wrapper "$bindir/$name" -p "$prov" \
-		-r "$tmp/ready" $args >"$tmp/server.log" 2>&1 &
+	env "${penv[@]}" RIPC_REGISTRY="$tmp/registry" $wrapper "$bindir/$name" \
+		-p "$p" -r "$tmp/ready" $args >"$tmp/server.log" 2>&1 &
 	spid=$!
 	started_pids+=("$spid")
 	# Wait for readiness (bounded), or for the server to exit early.
@@ -200,8 +209,8 @@ run_one() {
 	if [ -s "$tmp/ready" ]; then
 		id=$(cat "$tmp/ready")
 		# shellcheck disable=SC2086
-		RIPC_REGISTRY=$tmp/registry $wrapper "$bindir/$name" -p "$prov" \
-			$args "$id" >"$tmp/client.log" 2>&1 &
+		env "${penv[@]}" RIPC_REGISTRY="$tmp/registry" $wrapper \
+			"$bindir/$name" -p "$p" $args "$id" >"$tmp/client.log" 2>&1 &
 		cpid=$!
 		started_pids+=("$cpid")
 		wait_pid "$cpid" "$timeout"; crc=$?
