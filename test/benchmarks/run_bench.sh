@@ -1900,6 +1900,10 @@ EOF
   every send and RMA goes straight to the tcp provider's connection, with no
   rxm eager limit, segmentation or rendezvous.  The raw programs ask for
   manual progress, as libripc does, so rxm runs no thread beside them.
+  This is libripc's default; with \`RIPC_TCP_NATIVE=1\` it runs on
+  libfabric 1.17's native \`net\` instead, measured against raw \`net\`
+  by \`test/benchmarks/ab/ab.sh -R\` and \`ab/bw_rate.sh\`, not here
+  (perf_notes.md, 12-02 late morning, in the notes below).
 * **16 MiB and above** do not fit in the L2 cache: all RMA figures drop
   toward memory bandwidth; the receive buffer of libripc_libbuf is fresh
   memory each time (page faults and registration included).
