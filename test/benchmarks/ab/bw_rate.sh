@@ -24,11 +24,11 @@ while getopts "p:S:r:R:" o; do
 	S) sizes=$OPTARG ;;
 	r) rounds=$OPTARG ;;
 	R) raws=$OPTARG ;;
-	*) sed -n '2,17p' "$0"; exit 2 ;;
+	*) sed -n '2,16p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
-[ $# -eq 1 ] || { sed -n '2,17p' "$0"; exit 2; }
+[ $# -eq 1 ] || { sed -n '2,16p' "$0"; exit 2; }
 T=$(cd "$1" && pwd) || exit 2
 bin=$T/test/benchmarks/.libs raw=$T/test/benchmarks/raw
 work=$(mktemp -d /tmp/ripc-bwrate.XXXXXX)
