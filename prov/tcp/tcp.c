@@ -53,29 +53,30 @@ static const char *const tcp_env[] = { "FI_OFI_RXM_ENABLE_PASSTHRU=1",
 				       "FI_OFI_RXM_ENABLE_DYN_RBUF=0",
 				       NULL };
 
+/* What both tcp rows share: the same sockets under both protocols. */
+#define TCP_ROW_COMMON                                                         \
+	.name = "tcp", .prov_current = "tcp",                                  \
+	/* tcp needs none of these; offering all keeps us honest. */           \
+	.mr_mode_offer = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |     \
+			 FI_MR_PROV_KEY | FI_MR_ENDPOINT,                      \
+	.bind_src_addr = true, .same_host_only = false, .wait_fd = true,       \
+	/* From 1.18 on, either row opens the native provider. */            \
+	.native_current = true,                                                \
+	/* tcp progress reads sockets on every CQ poll (~1-3 us). */           \
+	.costly_poll = true,                                                   \
+	/* A big item pulled as reads of 512 KiB in flight together, not as    \
+	 * one: the owner answers each with its own sendmsg, and one sendmsg   \
+	 * of a whole MiB or more crawled on loopback TCP.  Builds with one    \
+	 * read and with these alternating, 5 pairs, medians in MB/s: 1 MiB    \
+	 * 2 749 -> 4 764, 4 MiB 2 967 -> 4 050, 16 MiB 2 698 -> 4 441, 64 MiB \
+	 * 2 666 -> 3 935 (perf_notes.md, "tcp: a big item as several          \
+	 * reads").  shm keeps one read per 8 MiB: smaller ones lost there     \
+	 * (16 MiB 8 568-10 028 at 512 KiB against 10 408-11 281). */          \
+	.rma_chunk = 512 << 10, .unchecked_fast_rma = false
+
 const struct ripc_ofi_row ripc__tcp_row = {
-	.name = "tcp",
+	TCP_ROW_COMMON,
 	.prov_legacy = "tcp;ofi_rxm",
-	.prov_current = "tcp",
-	/* tcp needs none of these; offering all keeps us honest. */
-	.mr_mode_offer = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-			 FI_MR_PROV_KEY | FI_MR_ENDPOINT,
-	.bind_src_addr = true,
-	.same_host_only = false,
-	.wait_fd = true,
-	.native_current = true,
-	/* rxm/tcp progress reads sockets on every CQ poll (~1-3 us). */
-	.costly_poll = true,
-	/* A big item pulled as reads of 512 KiB in flight together, not as
-	 * one: the owner answers each with its own sendmsg, and one sendmsg
-	 * of a whole MiB or more crawled on loopback TCP.  Builds with one
-	 * read and with these alternating, 5 pairs, medians in MB/s: 1 MiB
-	 * 2 749 -> 4 764, 4 MiB 2 967 -> 4 050, 16 MiB 2 698 -> 4 441, 64 MiB
-	 * 2 666 -> 3 935 (perf_notes.md, "tcp: a big item as several
-	 * reads").  shm keeps one read per 8 MiB: smaller ones lost there
-	 * (16 MiB 8 568-10 028 at 512 KiB against 10 408-11 281). */
-	.rma_chunk = 512 << 10,
-	.unchecked_fast_rma = false,
 	.env_defaults = tcp_env,
 };
 
@@ -85,23 +86,12 @@ const struct ripc_ofi_row ripc__tcp_row = {
  * is the whole of libripc's gap above raw tcp;ofi_rxm (one-way 8 B 4.76
  * against 6.21 us, perf_notes.md 12-02).  It does not speak rxm's
  * protocol, so it is a setting every process of an application shares,
- * not a silent default.  Everything else as above: the same wait fd,
- * costs and read chunking, since its sockets are the same. */
+ * not a silent default.  Everything else as above (TCP_ROW_COMMON). */
 static const struct ripc_ofi_row ripc__tcp_native_row = {
-	.name = "tcp",
+	TCP_ROW_COMMON,
 	.prov_legacy = "net",
-	.prov_current = "tcp",
-	.mr_mode_offer = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-			 FI_MR_PROV_KEY | FI_MR_ENDPOINT,
-	.bind_src_addr = true,
-	.same_host_only = false,
-	.wait_fd = true,
 	.trywait_keeps_signal = true,
 	.native_legacy = true,
-	.native_current = true,
-	.costly_poll = true,
-	.rma_chunk = 512 << 10,
-	.unchecked_fast_rma = false,
 	/* No env_defaults: with the manual progress libripc asks for, net
 	 * starts no thread of its own (a server over it ran two threads,
 	 * its main one and libripc's progress thread, with and without
