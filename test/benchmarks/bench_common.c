@@ -35,7 +35,8 @@ static void usage(const char *extra)
 	fprintf(stderr,
 		"usage: %s -s [options]            server\n"
 		"       %s [options] SERVICE_ID    client\n"
-		"  -p prov   transport: shm, tcp (sets RIPC_PROVIDER)\n"
+		"  -p prov   transport: shm, tcp (sets RIPC_PROVIDER); net: tcp\n"
+		"            with RIPC_TCP_NATIVE=1, labelled net\n"
 		"  -r file   server: write the service ID to file when ready\n"
 		"  -S list   sizes, comma separated (suffix k = KiB, m = MiB)\n"
 		"  -n iters  timed iterations per size (upper bound)\n"
@@ -125,6 +126,15 @@ void bench_parse(int argc, char **argv, const char *usage_extra)
 	if (bo.iters < 1 || bo.warmup < 0 || bo.max_sec <= 0 ||
 	    bo.time_limit < 1 || bo.window < 1)
 		bench_die("bad -n, -w, -t, -T or -W value");
+	/* "net": the tcp transport on libfabric 1.17's native provider
+	 * (ripc(7), RIPC_TCP_NATIVE), named as the raw programs name that
+	 * provider, so that one -p value runs both sides of a comparison. */
+	if (bo.prov && !strcmp(bo.prov, "net")) {
+		setenv("RIPC_TCP_NATIVE", "1", 1);
+		bo.prov = "tcp";
+		if (!bo.label)
+			bo.label = "net";
+	}
 	if (bo.prov)
 		setenv("RIPC_PROVIDER", bo.prov, 1);
 	if (!bo.label)

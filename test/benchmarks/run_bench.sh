@@ -108,7 +108,11 @@
 #   $DOC                          tables and plots, generated
 #
 # Knobs (environment), defaults in brackets:
-#   REPS [5]  PROVIDERS ["shm tcp"]  PEERS ["fi_pingpong tcp_socket"]
+#   REPS [5]  PROVIDERS ["shm tcp"]; net: libripc's tcp transport with
+#       RIPC_TCP_NATIVE=1 (the benchmarks' -p net) against the raw
+#       programs on libfabric 1.17's net provider, e.g. PROVIDERS="tcp net"
+#       STEPS="core msgrate" for the two protocols in the same rounds
+#   PEERS ["fi_pingpong tcp_socket zmq nng ucx"]
 #   LAT_SIZES ["8 64 256 1024 4096 16384 65536"]  LAT_ITERS [20000]
 #   LAT_WARMUP [1000]  LAT_SEC [0.5]: time budget per size and program
 #   BW_SIZES ["65536 262144 1048576 4194304 16777216 67108864"]
@@ -240,6 +244,10 @@ log() { echo "[run_bench $(date +%H:%M:%S)] $*" | tee -a "$LOG" >&2; }
 die() { log "error: $*"; exit 1; }
 csv() { echo "$*" | tr -s ' ' ','; }
 elapsed() { echo $(($(date +%s) - START)); }
+# tcpish PROV: a transport over TCP (tcp, or net: tcp on libfabric 1.17's
+# native provider), which has the wait-fd floor and pairs with the peers'
+# tcp and kernel TCP
+tcpish() { case $1 in tcp | net) return 0 ;; esac; return 1; }
 
 # ---- processes: started pinned, under timeout, recorded by pid ----------
 
@@ -485,7 +493,7 @@ step_raw() { # PROV: latency, read bandwidth and pull protocol, pullreg, pullhug
 			-U "$(csv $BW_SIZES)"
 		stop_srv
 	done
-	if [ "$p" = tcp ]; then
+	if tcpish "$p"; then
 		port=$(free_port)
 		srv raw env FI_RMA_BENCH_WAIT_FD=1 "$RAW/fi_rma_bench" -p "$p" -s \
 			-P "$port" -T "$PROC_LIMIT" -R ""
@@ -1128,7 +1136,7 @@ targets_12_14() {
 				lines+=("* $p long send $(hsize "$z"): $(ratio "$a" "$b") of raw fi_rdm_pull ($(verdict "$a" "$b" 0.90) the 0.90x target)$([ -n "${MED[fi_rdm_pullhuge $p $z bw_MBps]:-}" ] && echo "; $(ratio "$a" "fi_rdm_pullhuge $p $z bw_MBps") of the raw pull from huge pages")$([ -n "${MED[libripc_rel $p $z bw_MBps]:-}" ] && echo "; waiting for the release (libripc_rel, the raw pull's protocol): $(ratio "libripc_rel $p $z bw_MBps" "$b") ($(verdict "libripc_rel $p $z bw_MBps" "$b" 0.90))"); best round against best round: $(best_ratio "$a" "$b" hi 0.90); round by round: $(paired "$a" "$b")")
 		done
 		pi=ipc
-		[ "$p" = tcp ] && pi=tcp
+		tcpish "$p" && pi=tcp
 		# Issue 14's goal: faster than ZeroMQ and NNG at every size.
 		# Each line names the sizes where libripc is not, with the
 		# ratio, so that no summary can say "every size" when it is not.
@@ -1202,8 +1210,8 @@ if [ "$PLOTS" = 1 ] && command -v gnuplot > /dev/null; then
 		local p=$1 cmd
 		cmd=$(series libripc "$p" lat_us err; series fi_rdm_msg "$p" lat_us err
 			series fi_rdm_gather_msg "$p" lat_us err)
-		if [ "$p" = tcp ]; then
-			cmd+=$(series fi_rdm_waitfd_msg tcp lat_us err
+		if tcpish "$p"; then
+			cmd+=$(series fi_rdm_waitfd_msg "$p" lat_us err
 				series fi_pingpong tcp-msg lat_us line
 				series tcp_socket tcp lat_us line
 				series tcp_socket tcp_busypoll lat_us line)
@@ -1215,7 +1223,7 @@ if [ "$PLOTS" = 1 ] && command -v gnuplot > /dev/null; then
 		for s in libripc libripc_rel libripc_spin "libripc_w$BW_WINDOW" libripc_libbuf fi_rdm_pull fi_rdm_pullreg fi_rdm_pullhuge fi_rdm_read; do
 			cmd+=$(series "$s" "$p" bw_MBps err)
 		done
-		[ "$p" = tcp ] && cmd+=$(series tcp_socket tcp bw_MBps line)
+		tcpish "$p" && cmd+=$(series tcp_socket tcp bw_MBps line)
 		echo "${cmd%, }"
 	}
 	np=$(echo $PROVIDERS | wc -w)
@@ -1337,7 +1345,7 @@ if [ "$PLOTS" = 1 ] && command -v gnuplot > /dev/null; then
 			echo "set ylabel 'us, one-way'; set key top left"
 			for p in $PROVIDERS; do
 				pi=ipc ps=sm
-				[ "$p" = tcp ] && pi=tcp ps=tcp
+				tcpish "$p" && pi=tcp ps=tcp
 				c=$(series libripc "$p" lat_us err; series fi_rdm_msg "$p" lat_us err
 					series zmq_reqrep "$pi" lat_us err; series nng_reqrep "$pi" lat_us err
 					series ucx_tag "$ps" lat_us err)
@@ -1347,7 +1355,7 @@ if [ "$PLOTS" = 1 ] && command -v gnuplot > /dev/null; then
 			echo "set ylabel 'MB/s'; set key bottom right"
 			for p in $PROVIDERS; do
 				pi=ipc ps=sm
-				[ "$p" = tcp ] && pi=tcp ps=tcp
+				tcpish "$p" && pi=tcp ps=tcp
 				c=$(series libripc "$p" bw_MBps err; series fi_rdm_pull "$p" bw_MBps err
 					series zmq_pushpull "$pi" bw_MBps err; series nng_pushpull "$pi" bw_MBps err
 					series ucx_tag "$ps" bw_MBps err; series ucx_get "$ps" bw_MBps err)
@@ -1423,7 +1431,7 @@ file.  Source: git $GIT_REV, $GIT_DIRTY uncommitted file(s) in ripc/ prov/ inclu
 | CPUs | ${RUN_CPUS:-$(nproc) ($CPU_MODEL)} |
 | kernel | ${RUN_KERNEL:-$(uname -r)} |
 | OS | $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-?}") |
-| libfabric | $LIBFABRIC_VERSION (providers shm and tcp;ofi_rxm, the latter with rxm's passthrough: FI_OFI_RXM_ENABLE_PASSTHRU=$FI_OFI_RXM_ENABLE_PASSTHRU) |
+| libfabric | $LIBFABRIC_VERSION (providers shm and tcp;ofi_rxm, the latter with rxm's passthrough: FI_OFI_RXM_ENABLE_PASSTHRU=$FI_OFI_RXM_ENABLE_PASSTHRU$(case " $PROVIDERS " in *" net "*) echo "; and net, libfabric 1.17's native RDM over TCP, under the transport name net: libripc's tcp transport with RIPC_TCP_NATIVE=1" ;; esac)) |
 | peers | $(for k in libzmq5:ZeroMQ libnng1:NNG libucx0:UCX; do v=$(dpkg-query -W -f='${Version}' "${k%%:*}" 2>/dev/null); echo -n "${k#*:} ${v:-absent}, "; done | sed 's/, $//') (Debian packages) |
 | compiler | $(cc --version 2>/dev/null | head -1), \`-g -O2\` |
 | pinning | servers on CPU $SRV_CPU, clients on CPU $CLI_CPU (\`taskset\`, all threads) |
@@ -1583,7 +1591,7 @@ EOF
 	for p in $PROVIDERS; do
 		echo "## $p: short-message latency, us (one-way, median)"
 		echo
-		if [ "$p" = tcp ]; then
+		if tcpish "$p"; then
 			echo "| size | libripc | raw fi_rdm_msg | ratio | overhead us | raw + gather copy | raw, CQ with a wait fd | ratio | fi_pingpong tcp-msg (mean) | tcp_socket | tcp_socket busy-poll |"
 			echo "|---|---|---|---|---|---|---|---|---|---|---|"
 		else
@@ -1594,7 +1602,7 @@ EOF
 			a="libripc $p $z lat_us"
 			b="fi_rdm_msg $p $z lat_us"
 			row="| $(hsize "$z") | $(cell "$a") | $(cell "$b") | $(ratio "$a" "$b") | $(delta "$a" "$b") | $(cell "fi_rdm_gather_msg $p $z lat_us") |"
-			if [ "$p" = tcp ]; then
+			if tcpish "$p"; then
 				row+=" $(cell "fi_rdm_waitfd_msg $p $z lat_us") | $(ratio "$a" "fi_rdm_waitfd_msg $p $z lat_us") |"
 				row+=" $(cell "fi_pingpong tcp-msg $z lat_us") | $(cell "tcp_socket tcp $z lat_us") | $(cell "tcp_socket tcp_busypoll $z lat_us") |"
 			fi
@@ -1605,7 +1613,7 @@ EOF
 		echo
 		hdr="| size | libripc | raw fi_rdm_pull | ratio | libripc_rel | ratio | raw fi_rdm_pullreg | ratio | raw fi_rdm_pullhuge | ratio | libripc_spin | libripc_w$BW_WINDOW | libripc_libbuf | raw fi_rdm_read (W=$READ_WINDOW) |"
 		sep="|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-		if [ "$p" = tcp ]; then
+		if tcpish "$p"; then
 			hdr+=" tcp_socket stream |"
 			sep+="---|"
 		fi
@@ -1618,7 +1626,7 @@ EOF
 			row+=" | $(cell "fi_rdm_pullreg $p $z bw_MBps") | $(ratio "$a" "fi_rdm_pullreg $p $z bw_MBps")"
 			row+=" | $(cell "fi_rdm_pullhuge $p $z bw_MBps") | $(ratio "$a" "fi_rdm_pullhuge $p $z bw_MBps")"
 			row+=" | $(cell "libripc_spin $p $z bw_MBps") | $(cell "libripc_w$BW_WINDOW $p $z bw_MBps") | $(cell "libripc_libbuf $p $z bw_MBps") | $(cell "fi_rdm_read $p $z bw_MBps") |"
-			[ "$p" = tcp ] && row+=" $(cell "tcp_socket tcp $z bw_MBps") |"
+			tcpish "$p" && row+=" $(cell "tcp_socket tcp $z bw_MBps") |"
 			echo "$row"
 		done
 		echo
@@ -1726,7 +1734,7 @@ EOF
 	if grep -q -e '^zmq_' -e '^nng_' -e '^ucx_' "$SUMMARY"; then
 		for p in $PROVIDERS; do
 			pi=ipc ps=sm
-			[ "$p" = tcp ] && pi=tcp ps=tcp
+			tcpish "$p" && pi=tcp ps=tcp
 			echo "## $p: libripc against the peers, latency (us, one-way, median)"
 			echo
 			echo "Ratio = libripc / the other (above 1: libripc is slower).  Peers over"
