@@ -90,11 +90,11 @@ const struct ripc_env_var ripc__env_table[RIPC_ENV_COUNT] = {
 		"instead of going alone; sent alone at the latest then, or when "
 		"the receiver next calls ripc_receive (0: always at once, at "
 		"most 1000000)." },
-	[RIPC_ENV_FRAG_MAX] = { "RIPC_FRAG_MAX", "20k",
+	[RIPC_ENV_FRAG_MAX] = { "RIPC_FRAG_MAX", "auto",
 		"Largest message (header included) sent to a peer on this host "
 		"as a train of 4096-byte shm injects instead of one send, which "
 		"libfabric's shm moves by CMA (see ripc(7) TRANSPORTS); 0: "
-		"never." },
+		"never; auto: 8144 on Intel CPUs, 20k on others." },
 	[RIPC_ENV_RETURN_TIMEOUT_MS] = { "RIPC_RETURN_TIMEOUT_MS", "30000",
 		"How long offered return buffers stay exposed if unused." },
 	[RIPC_ENV_RESOLVER] = { "RIPC_RESOLVER", "1",
@@ -188,10 +188,15 @@ int64_t ripc__env_int(enum ripc_env_id id)
 	const char *v = ripc__env_str(id);
 	int64_t out = 0;
 
+	const char *def = ripc__env_table[id].def;
+
+	if (!strcmp(def, "auto") && !strcasecmp(v, "auto"))
+		return RIPC_INT_AUTO;
 	if (parse_int(v, &out) < 0) {
 		ripc__log(RIPC_LOG_WARN, "ignoring %s=%s: not a number",
 			  ripc__env_table[id].name, v);
-		parse_int(ripc__env_table[id].def, &out);
+		if (parse_int(def, &out) < 0)
+			return RIPC_INT_AUTO;
 	}
 	return out;
 }

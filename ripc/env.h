@@ -65,8 +65,11 @@ extern const struct ripc_env_var ripc__env_table[RIPC_ENV_COUNT];
 /* Value of the variable, or its default when unset or empty. */
 const char *ripc__env_str(enum ripc_env_id id);
 /* Integer value; an unparsable value logs a warning and gives the default.
- * Accepts k/m/g suffixes (powers of 1024). */
+ * Accepts k/m/g suffixes (powers of 1024).  A variable whose default is
+ * "auto" may be set to "auto" too: then, and when its value is unparsable,
+ * RIPC_INT_AUTO, and the caller chooses (ripc__load_config). */
 int64_t ripc__env_int(enum ripc_env_id id);
+#define RIPC_INT_AUTO INT64_MIN
 bool ripc__env_bool(enum ripc_env_id id);
 /* Set the log level from RIPC_LOG_LEVEL (a bad word is reported). */
 void ripc__env_load_log_level(void);

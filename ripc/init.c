@@ -12,6 +12,9 @@
  * never waits for the library lock (see exit_handler below).
  */
 #include <errno.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +48,29 @@ static uint64_t env_ms(enum ripc_env_id id)
 	int64_t v = ripc__env_int(id);
 
 	return ripc__ms_ns(v < 0 ? 0 : v);
+}
+
+/* RIPC_FRAG_MAX=auto (the default).  Whether a message a little above
+ * shm's inject size is faster as a train of injects or as one CMA send
+ * depends on the CPU: on the AMD EPYC hosts measured, trains up to about
+ * 20 KiB (16 KiB of items 3.7 against 4.9 us one-way); on the Intel Xeon
+ * hosts, where copying data another core has just written costs more and
+ * CMA less, trains of at most two fragments and CMA above (16 KiB 4.75
+ * against 7.23 us with 20k, test/benchmarks/ab/ab.sh, perf_notes.md
+ * 12-02 afternoon; ripc(7) TRANSPORTS).  The vendor stands for what was
+ * measured: nothing cheaper tells at initialisation, and a process that
+ * knows better sets the variable. */
+static int64_t frag_max_auto(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned a, b, c, d;
+
+	/* "GenuineIntel" in EBX, EDX, ECX */
+	if (__get_cpuid(0, &a, &b, &c, &d) && b == 0x756e6547 &&
+	    d == 0x49656e69 && c == 0x6c65746e)
+		return 8144;
+#endif
+	return 20 * 1024;
 }
 
 void ripc__load_config(void)
@@ -89,6 +115,8 @@ void ripc__load_config(void)
 	CTX->cfg.doorbell = ripc__env_bool(RIPC_ENV_DOORBELL);
 	CTX->cfg.direct_wake = ripc__env_bool(RIPC_ENV_DIRECT_WAKE);
 	v = ripc__env_int(RIPC_ENV_FRAG_MAX);
+	if (v == RIPC_INT_AUTO)
+		v = frag_max_auto();
 	CTX->cfg.frag_max = v < 0 ? 0 : v > RIPC_WIRE_MAX ? RIPC_WIRE_MAX
 							  : (uint32_t)v;
 	CTX->cfg.manual_progress =

@@ -276,6 +276,8 @@ static void show_limits(void)
 	/* 0: unset, each transport's own (transport.NAME.rma_chunk). */
 	kv("limit.read_chunk_bytes", "%" PRIu64, CTX->cfg.read_chunk);
 	kv("limit.rx_depth", "%u", CTX->cfg.rx_depth);
+	/* RIPC_FRAG_MAX as used: auto resolved by the CPU (0: no trains). */
+	kv("limit.frag_max_bytes", "%u", CTX->cfg.frag_max);
 	kv("limit.receive_buffer_bytes", "%zu", (size_t)RIPC_SLOT_SIZE);
 	kv("limit.service_id_max", "%u", RIPC_MAX_SERVICE_ID);
 	kv("limit.registry_processes", "%u", RIPC_REG_MAX_PROCS);

@@ -584,7 +584,37 @@ static void frag_sizes(bool on)
 
 Test(core, short_in_fragments)
 {
+	/* The boundaries of a 20 KiB limit, whatever this CPU's default. */
+	setenv("RIPC_FRAG_MAX", "20k", 1);
 	frag_sizes(true);
+}
+
+/* RIPC_FRAG_MAX's default, auto, by the CPU's vendor (init.c
+ * frag_max_auto), read here from /proc/cpuinfo rather than CPUID; a
+ * number set overrides it. */
+Test(core, frag_max_auto_by_cpu_vendor)
+{
+	char line[256];
+	bool intel = false;
+	FILE *f = fopen("/proc/cpuinfo", "r");
+
+	cr_assert(f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "vendor_id", 9)) {
+			intel = strstr(line, "GenuineIntel") != NULL;
+			break;
+		}
+	fclose(f);
+	unsetenv("RIPC_FRAG_MAX");
+	ripc__load_config();
+	cr_assert_eq(CTX->cfg.frag_max, intel ? 8144u : 20480u,
+		     "intel %d: %u", intel, CTX->cfg.frag_max);
+	setenv("RIPC_FRAG_MAX", "auto", 1);
+	ripc__load_config();
+	cr_assert_eq(CTX->cfg.frag_max, intel ? 8144u : 20480u);
+	setenv("RIPC_FRAG_MAX", "12000", 1);
+	ripc__load_config();
+	cr_assert_eq(CTX->cfg.frag_max, 12000u);
 }
 
 Test(core, short_not_in_fragments_when_off)
@@ -618,6 +648,7 @@ Test(core, trains_from_items_stall_and_arrive_whole)
 
 	/* Nothing takes the trains off shm's queue while we send. */
 	setenv("RIPC_PROGRESS", "manual", 1);
+	setenv("RIPC_FRAG_MAX", "20k", 1); /* every size here a train */
 	need_service(SVC);
 	shm_past_doorbell(SVC, &st);
 	retries = st.send_retries;

@@ -154,6 +154,32 @@ Test(env, invalid_integers_give_default)
 	}
 }
 
+/* A variable whose default is "auto" (RIPC_FRAG_MAX) reads as
+ * RIPC_INT_AUTO when unset, set to "auto" in any case, or unparsable (its
+ * default then), and as the number when set to one; "auto" is no value
+ * for a variable with a numeric default. */
+Test(env, auto_defaults)
+{
+	const enum ripc_env_id id = RIPC_ENV_FRAG_MAX, num = RIPC_ENV_RX_DEPTH;
+	int64_t def;
+
+	cr_assert_str_eq(ripc__env_table[id].def, "auto");
+	unsetenv(name(id));
+	cr_assert_eq(ripc__env_int(id), RIPC_INT_AUTO);
+	setenv(name(id), "AUTO", 1);
+	cr_assert_eq(ripc__env_int(id), RIPC_INT_AUTO);
+	setenv(name(id), "junk", 1);
+	cr_assert_eq(ripc__env_int(id), RIPC_INT_AUTO);
+	setenv(name(id), "12k", 1);
+	cr_assert_eq(ripc__env_int(id), 12288);
+	setenv(name(id), "0", 1);
+	cr_assert_eq(ripc__env_int(id), 0);
+	unsetenv(name(num));
+	def = ripc__env_int(num);
+	setenv(name(num), "auto", 1);
+	cr_assert_eq(ripc__env_int(num), def);
+}
+
 /*
  * A value whose suffix multiplies it past INT64_MAX is as unparsable as a
  * plain number that overflows (which strtoll refuses with ERANGE): it must
