@@ -185,10 +185,8 @@ static int parse_int(const char *s, int64_t *out)
 
 int64_t ripc__env_int(enum ripc_env_id id)
 {
-	const char *v = ripc__env_str(id);
+	const char *v = ripc__env_str(id), *def = ripc__env_table[id].def;
 	int64_t out = 0;
-
-	const char *def = ripc__env_table[id].def;
 
 	if (!strcmp(def, "auto") && !strcasecmp(v, "auto"))
 		return RIPC_INT_AUTO;
