@@ -60,6 +60,20 @@ pid_stop() {
 	return 0
 }
 
+# pid_leave_or_term PID: a server that ends by itself at its client's
+# end (the benchmarks' -s side): wait up to 5 s for it to leave, then TERM
+# it if it is still our child, and reap it
+pid_leave_or_term() {
+	local i
+	for ((i = 0; i < 50; i++)); do
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.1
+	done
+	pid_kill_children TERM "$1"
+	wait "$1" 2>/dev/null
+	return 0
+}
+
 # pid_shm_cleanup PID...: remove /dev/shm/PID:* (libfabric shm's regions,
 # named after their process) for each PID that no process has now, or
 # that is still our child; never the files of a stranger that has the pid

@@ -54,16 +54,6 @@ cleanup() {
 trap cleanup EXIT
 export FI_TCP_IFACE=lo RIPC_RESOLVER=0 RIPC_TCP_ADDR=127.0.0.1
 
-stop_srv() { # PID: servers leave at the client's end; TERM after 5 s
-	local i
-	for ((i = 0; i < 50; i++)); do
-		kill -0 "$1" 2>/dev/null || break
-		sleep 0.1
-	done
-	pid_kill_children TERM "$1"
-	wait "$1" 2>/dev/null
-}
-
 pair() { # LABEL TREE ENV: one server/client pair, lines to stdout and all
 	local label=$1 tree=$2 env=$3 rf=$work/ready sp i
 	local prog=(env $env LD_LIBRARY_PATH="$tree/.libs"
@@ -84,7 +74,7 @@ pair() { # LABEL TREE ENV: one server/client pair, lines to stdout and all
 	taskset -c 1 "${prog[@]}" -p "$prov" -S "$sizes" -n 20000 -w 1000 \
 		-t 0.5 -T 120 $extra "$(cat "$rf")" 2>> "$work/cli.log" |
 		sed "s/^/$label r$r /" | tee -a "$work/all"
-	stop_srv "$sp"
+	pid_leave_or_term "$sp"
 	return 0
 }
 
@@ -101,7 +91,7 @@ raw_pair() { # PROVIDER[@wfd]: the raw program's pair, labelled raw:...
 	taskset -c 1 env "${renv[@]}" "$rb" -p "$p" -P "$port" -T 120 -M \
 		-n 20000 -t 0.5 -L "$sizes" -R "" 2>> "$work/cli.log" |
 		sed "s/^/$label r$r /" | tee -a "$work/all"
-	stop_srv "$sp"
+	pid_leave_or_term "$sp"
 }
 
 for ((r = 1; r <= rounds; r++)); do

@@ -42,16 +42,6 @@ trap cleanup EXIT
 export LD_LIBRARY_PATH=$T/.libs FI_TCP_IFACE=lo RIPC_RESOLVER=0 \
 	RIPC_TCP_ADDR=127.0.0.1 FI_OFI_RXM_ENABLE_PASSTHRU=1
 
-stop() { # PID: it leaves at the client's end; TERM after 5 s
-	local i
-	for ((i = 0; i < 50; i++)); do
-		kill -0 "$1" 2>/dev/null || break
-		sleep 0.1
-	done
-	pid_kill_children TERM "$1"
-	wait "$1" 2>/dev/null
-}
-
 lib() { # LABEL ENV PROGRAM SERVER_ARGS CLIENT_ARGS (args: words)
 	local label=$1 env=$2 prog=$3 sa=$4 ca=$5 sp i
 	rm -f "$work/ready"
@@ -69,7 +59,7 @@ lib() { # LABEL ENV PROGRAM SERVER_ARGS CLIENT_ARGS (args: words)
 	taskset -c 1 env $env RIPC_REGISTRY="$work/reg" "$bin/$prog" \
 		-p "$prov" -T 120 $ca "$(cat "$work/ready")" 2>> "$work/cli.log" |
 		sed "s/^/$label r$r /" | tee -a "$work/all"
-	stop "$sp"
+	pid_leave_or_term "$sp"
 }
 
 rawp() { # PROVIDER PROGRAM, then: -- SERVER_ARGS... -- CLIENT_ARGS...
@@ -86,7 +76,7 @@ rawp() { # PROVIDER PROGRAM, then: -- SERVER_ARGS... -- CLIENT_ARGS...
 	sleep 0.3
 	taskset -c 1 "$raw/$prog" -p "$p" -P "$port" -T 120 -X "$p" "${ca[@]}" \
 		2>> "$work/cli.log" | sed "s/^/raw:${p%%;*} r$r /" | tee -a "$work/all"
-	stop "$sp"
+	pid_leave_or_term "$sp"
 }
 
 for ((r = 1; r <= rounds; r++)); do
